@@ -1,0 +1,159 @@
+//! The command line as the user types it. Values stay raw strings here; `config` turns them, and
+//! the environment variables named in [`ENV_VARS`], into validated settings, so that every
+//! error can name exactly the flag or variable it came from.
+
+use clap::{CommandFactory, FromArgMatches, Parser};
+
+#[derive(Parser, Debug, Default, Clone)]
+#[command(
+    name = "wait-for-idp",
+    version,
+    about = "Wait until an OpenID Connect issuer really serves its metadata, then exit.",
+    long_about = "Wait until an OpenID Connect issuer really serves its metadata, then exit.\n\n\
+        Polls the issuer's discovery document with full TLS verification, checks it the way the \
+        real client will (exact issuer, required members) and exits 0 the moment it passes. When \
+        the deadline passes first it fails open (exit 0 with a warning) unless --fail-closed.\n\n\
+        Exit codes: 0 ready, or not ready and failing open; 1 not ready with --fail-closed or \
+        --once; 2 usage or configuration error; 130/143 interrupted by SIGINT/SIGTERM.\n\n\
+        An environment variable that is set but empty counts as unset.",
+    after_help = "Exit codes: 0 ready (or failed open), 1 not ready (--fail-closed, --once), 2 bad configuration, 130/143 signal."
+)]
+pub struct Cli {
+    /// Issuer identifier; the document's "issuer" must equal it byte for byte. Repeat for several
+    /// issuers (all must be ready)
+    #[arg(long, value_name = "URL")]
+    pub issuer: Vec<String>,
+
+    /// Fetch the metadata from this URL instead of the derived one (e.g. an in-cluster service),
+    /// still expecting --issuer in the document
+    #[arg(long, value_name = "URL")]
+    pub discovery_url: Option<String>,
+
+    /// Metadata kind: oidc (/.well-known/openid-configuration, appended) or oauth (RFC 8414,
+    /// /.well-known/oauth-authorization-server inserted after the host) [default: oidc]
+    #[arg(long, value_name = "oidc|oauth")]
+    pub metadata: Option<String>,
+
+    /// Accept a document whose issuer differs (Entra ID 'common'); logged as a warning
+    #[arg(long)]
+    pub skip_issuer_check: bool,
+
+    /// Also require every REQUIRED member of the chosen specification
+    #[arg(long)]
+    pub strict: bool,
+
+    /// PEM file of CA certificates trusted in addition to Mozilla's roots; repeatable (env:
+    /// comma-separated)
+    #[arg(long, value_name = "PATH")]
+    pub ca_file: Vec<String>,
+
+    /// Overall deadline, e.g. 90s or 5m [default: 5m]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    pub timeout: Option<String>,
+
+    /// Longest pause between attempts; each pause is 75-100% of it, at random. Refused
+    /// connections are retried after about 0.1s [default: 1s]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    pub interval: Option<String>,
+
+    /// Bound on one attempt, DNS to last body byte; clipped to the time left [default: 5s]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    pub attempt_timeout: Option<String>,
+
+    /// Give up after N attempts (per issuer), or at the deadline, whichever comes first
+    /// [default: unlimited]
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
+    pub max_attempts: Option<String>,
+
+    /// Exit 1 instead of 0 when the issuer is not ready in time
+    #[arg(long)]
+    pub fail_closed: bool,
+
+    /// One attempt, fail closed, and print a short summary of the document to stdout
+    #[arg(long)]
+    pub once: bool,
+
+    /// File that receives the one-line outcome for `kubectl describe`; skipped if it cannot be
+    /// opened. The default is used only if it exists [default: /dev/termination-log]
+    #[arg(long, value_name = "PATH")]
+    pub termination_log: Option<String>,
+
+    /// Log only the final line
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Each flag's environment variable, by clap argument id. This table is the single source: the
+/// help text and the configuration both read it.
+pub const ENV_VARS: &[(&str, &str)] = &[
+    ("issuer", "WAIT_FOR_IDP_ISSUER"),
+    ("discovery_url", "WAIT_FOR_IDP_DISCOVERY_URL"),
+    ("metadata", "WAIT_FOR_IDP_METADATA"),
+    ("skip_issuer_check", "WAIT_FOR_IDP_SKIP_ISSUER_CHECK"),
+    ("strict", "WAIT_FOR_IDP_STRICT"),
+    ("ca_file", "WAIT_FOR_IDP_CA_FILE"),
+    ("timeout", "WAIT_FOR_IDP_TIMEOUT"),
+    ("interval", "WAIT_FOR_IDP_INTERVAL"),
+    ("attempt_timeout", "WAIT_FOR_IDP_ATTEMPT_TIMEOUT"),
+    ("max_attempts", "WAIT_FOR_IDP_MAX_ATTEMPTS"),
+    ("fail_closed", "WAIT_FOR_IDP_FAIL_CLOSED"),
+    ("termination_log", "WAIT_FOR_IDP_TERMINATION_LOG"),
+    ("quiet", "WAIT_FOR_IDP_QUIET"),
+];
+
+/// The environment variable of a clap argument id.
+pub fn env_var(id: &str) -> &'static str {
+    ENV_VARS
+        .iter()
+        .find(|(arg, _)| *arg == id)
+        .map(|(_, env)| *env)
+        .unwrap_or_else(|| panic!("no environment variable registered for --{id}"))
+}
+
+/// The clap command, with each flag's help naming its environment variable.
+pub fn command() -> clap::Command {
+    let mut cmd = Cli::command();
+    for (id, env) in ENV_VARS {
+        cmd = cmd.mut_arg(*id, |arg| {
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            arg.help(format!("{help} [env: {env}]"))
+        });
+    }
+    cmd
+}
+
+/// Parses arguments (the first is the program name).
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = command().try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_valued_or_boolean_flag_has_an_env_var_except_once() {
+        let cmd = command();
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if matches!(id, "help" | "version" | "once") {
+                continue;
+            }
+            let env = env_var(id);
+            let help = arg.get_help().unwrap().to_string();
+            assert!(help.contains(env), "--{id} help does not name {env}");
+        }
+    }
+
+    #[test]
+    fn repeatable_flags_collect() {
+        let cli = parse_from(["w", "--issuer", "https://a", "--issuer", "https://b", "--ca-file", "x"]).unwrap();
+        assert_eq!(cli.issuer, ["https://a", "https://b"]);
+        assert_eq!(cli.ca_file, ["x"]);
+    }
+}

@@ -1,0 +1,609 @@
+//! Where an issuer's metadata lives and when a fetched document counts.
+//!
+//! Everything here is pure: strings in, verdicts out. It is the part of the gate that must agree
+//! with the real clients (go-oidc, oauth2-proxy, openidconnect-rs, the API server), so it follows
+//! OpenID Connect Discovery 1.0 and RFC 8414 to the letter and compares issuers as raw strings —
+//! parsing and re-serialising a URL would turn `https://h` into `https://h/` and pass a document
+//! that the real client then rejects.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Which specification the metadata document follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetadataKind {
+    /// OpenID Connect Discovery 1.0: `{issuer}/.well-known/openid-configuration`.
+    Oidc,
+    /// RFC 8414: `/.well-known/oauth-authorization-server` inserted between host and path.
+    OAuth,
+}
+
+impl MetadataKind {
+    pub fn parse(raw: &str) -> Option<MetadataKind> {
+        match raw {
+            "oidc" => Some(MetadataKind::Oidc),
+            "oauth" => Some(MetadataKind::OAuth),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetadataKind::Oidc => "oidc",
+            MetadataKind::OAuth => "oauth",
+        }
+    }
+}
+
+/// The parts of an absolute `http(s)` URL, borrowed from the raw string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlParts<'a> {
+    pub scheme: &'a str,
+    /// `host[:port]` exactly as written (IPv6 literals keep their brackets).
+    pub authority: &'a str,
+    pub host: &'a str,
+    pub port: Option<u16>,
+    /// Everything after the authority, before any query; may be empty.
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    pub fragment: Option<&'a str>,
+    pub has_userinfo: bool,
+}
+
+impl UrlParts<'_> {
+    /// `scheme://host:port` with the default port made explicit: two URLs are the same origin
+    /// when these are equal.
+    pub fn origin(&self) -> String {
+        let port = self
+            .port
+            .unwrap_or(if self.scheme == "https" { 443 } else { 80 });
+        format!("{}://{}:{}", self.scheme, self.host.to_ascii_lowercase(), port)
+    }
+}
+
+/// Why a string is not a usable `http(s)` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlProblem {
+    NotAbsolute,
+    UnsupportedScheme(String),
+    EmptyHost,
+    BadPort(String),
+    BadIpv6Literal,
+    Userinfo,
+    Query,
+    Fragment,
+    BadCharacter(char),
+}
+
+impl fmt::Display for UrlProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UrlProblem::NotAbsolute => {
+                write!(f, "is not an absolute URL; write it as https://host[:port][/path]")
+            }
+            UrlProblem::UnsupportedScheme(s) => write!(
+                f,
+                "has the scheme '{s}'; only https (or http for in-cluster use) is supported, in lower case"
+            ),
+            UrlProblem::EmptyHost => write!(f, "has no host name"),
+            UrlProblem::BadPort(p) => write!(f, "has an invalid port '{p}'; use 1-65535"),
+            UrlProblem::BadIpv6Literal => {
+                write!(f, "has a malformed IPv6 literal; write it as https://[::1]:8443")
+            }
+            UrlProblem::Userinfo => write!(
+                f,
+                "carries credentials (user:password@); metadata is public, remove them (use --token-file for a bearer token)"
+            ),
+            UrlProblem::Query => write!(
+                f,
+                "has a query (?...); an issuer identifier has no query component (OIDC Discovery §3)"
+            ),
+            UrlProblem::Fragment => write!(
+                f,
+                "has a fragment (#...); an issuer identifier has no fragment component (OIDC Discovery §3)"
+            ),
+            UrlProblem::BadCharacter(c) => write!(
+                f,
+                "contains the character {c:?}, which is not allowed in a URL; percent-encode it"
+            ),
+        }
+    }
+}
+
+/// Splits an absolute `http`/`https` URL. Query and fragment are returned, not rejected: the caller
+/// decides (an issuer may have neither; a redirect target may have a query).
+pub fn split_url(raw: &str) -> Result<UrlParts<'_>, UrlProblem> {
+    let (scheme, rest) = raw.split_once("://").ok_or(UrlProblem::NotAbsolute)?;
+    if scheme != "https" && scheme != "http" {
+        if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) {
+            return Err(UrlProblem::NotAbsolute);
+        }
+        return Err(UrlProblem::UnsupportedScheme(scheme.to_string()));
+    }
+    if let Some(c) = raw.chars().find(|c| c.is_control() || c.is_whitespace() || !c.is_ascii()) {
+        return Err(UrlProblem::BadCharacter(c));
+    }
+    let (before_fragment, fragment) = match rest.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (rest, None),
+    };
+    let (before_query, query) = match before_fragment.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (before_fragment, None),
+    };
+    let (authority, path) = match before_query.find('/') {
+        Some(i) => before_query.split_at(i),
+        None => (before_query, ""),
+    };
+    let (has_userinfo, authority) = match authority.rsplit_once('@') {
+        Some((_, a)) => (true, a),
+        None => (false, authority),
+    };
+    let (host, port_str) = if let Some(v6) = authority.strip_prefix('[') {
+        let (inside, after) = v6.split_once(']').ok_or(UrlProblem::BadIpv6Literal)?;
+        if inside.is_empty() || !inside.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.') {
+            return Err(UrlProblem::BadIpv6Literal);
+        }
+        let port = match after {
+            "" => None,
+            p => Some(p.strip_prefix(':').ok_or(UrlProblem::BadIpv6Literal)?),
+        };
+        (&authority[..inside.len() + 2], port)
+    } else {
+        match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(UrlProblem::EmptyHost);
+    }
+    if let Some(c) = host.chars().find(|c| !(c.is_ascii_alphanumeric() || "-._~[]:%".contains(*c))) {
+        return Err(UrlProblem::BadCharacter(c));
+    }
+    let port = match port_str {
+        None => None,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => Some(n),
+            _ => return Err(UrlProblem::BadPort(p.to_string())),
+        },
+    };
+    Ok(UrlParts { scheme, authority, host, port, path, query, fragment, has_userinfo })
+}
+
+/// Checks that `raw` can serve as an issuer identifier (or a discovery URL): an absolute http(s)
+/// URL with a host, without credentials, query or fragment.
+pub fn check_issuer_url(raw: &str) -> Result<UrlParts<'_>, UrlProblem> {
+    let parts = split_url(raw)?;
+    if parts.has_userinfo {
+        return Err(UrlProblem::Userinfo);
+    }
+    if parts.query.is_some() {
+        return Err(UrlProblem::Query);
+    }
+    if parts.fragment.is_some() {
+        return Err(UrlProblem::Fragment);
+    }
+    Ok(parts)
+}
+
+/// The metadata URL for an issuer, by the chosen specification.
+///
+/// OIDC Discovery §4.1: remove one terminating `/`, append `/.well-known/openid-configuration`.
+/// RFC 8414 §3.1: remove one terminating `/`, insert `/.well-known/oauth-authorization-server`
+/// between the host and the path. The issuer must have passed [`check_issuer_url`].
+pub fn well_known_url(issuer: &str, kind: MetadataKind) -> String {
+    let trimmed = issuer.strip_suffix('/').unwrap_or(issuer);
+    match kind {
+        MetadataKind::Oidc => format!("{trimmed}/.well-known/openid-configuration"),
+        MetadataKind::OAuth => {
+            let after_scheme = trimmed.find("://").map_or(0, |i| i + 3);
+            let path_start = trimmed[after_scheme..]
+                .find('/')
+                .map_or(trimmed.len(), |i| after_scheme + i);
+            let (origin, path) = trimmed.split_at(path_start);
+            format!("{origin}/.well-known/oauth-authorization-server{path}")
+        }
+    }
+}
+
+/// How strictly a document is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rules {
+    pub kind: MetadataKind,
+    /// Require every REQUIRED member of the chosen specification.
+    pub strict: bool,
+    /// Accept a document whose `issuer` differs (Entra `common`); the caller warns.
+    pub skip_issuer_check: bool,
+}
+
+/// Why a fetched body is not a usable metadata document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DocumentProblem {
+    /// Not valid UTF-8 (RFC 8259 §8.1 requires it).
+    NotUtf8 { valid_up_to: usize },
+    /// Not JSON, or JSON that is not an object.
+    Json(String),
+    /// `issuer` differs from the configured one.
+    IssuerMismatch { expected: String, found: String },
+    /// A member the rules require is absent or has the wrong type.
+    MissingField(String),
+}
+
+impl fmt::Display for DocumentProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DocumentProblem::NotUtf8 { valid_up_to } => {
+                write!(f, "body is not UTF-8 (invalid byte at offset {valid_up_to})")
+            }
+            DocumentProblem::Json(msg) => write!(f, "{msg}"),
+            DocumentProblem::IssuerMismatch { expected, found } => write!(
+                f,
+                "document says issuer {found:?}, expected {expected:?}; {}",
+                issuer_mismatch_hint(expected, found)
+            ),
+            DocumentProblem::MissingField(msg) => write!(f, "{msg}"),
+        }
+    }
+}
+
+/// The facts worth showing from a document that passed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Document {
+    pub issuer: String,
+    pub authorization_endpoint: Option<String>,
+    pub token_endpoint: Option<String>,
+    pub jwks_uri: Option<String>,
+    pub userinfo_endpoint: Option<String>,
+    pub id_token_signing_alg_values_supported: Vec<String>,
+    /// Things a client may trip over later, but that do not make the provider unready.
+    pub warnings: Vec<String>,
+}
+
+/// Members REQUIRED by OIDC Discovery §3 (token_endpoint is handled separately: it may be absent
+/// for implicit-only providers).
+const OIDC_REQUIRED: &[&str] = &[
+    "authorization_endpoint",
+    "jwks_uri",
+    "response_types_supported",
+    "subject_types_supported",
+    "id_token_signing_alg_values_supported",
+];
+
+/// Judges a fetched body by `rules`. Never panics, whatever the bytes (serde_json bounds nesting).
+pub fn validate_document(
+    body: &[u8],
+    expected_issuer: &str,
+    rules: Rules,
+) -> Result<Document, DocumentProblem> {
+    let text = std::str::from_utf8(body)
+        .map_err(|e| DocumentProblem::NotUtf8 { valid_up_to: e.valid_up_to() })?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| DocumentProblem::Json(format!("body is not valid JSON: {e}")))?;
+    let Value::Object(doc) = value else {
+        return Err(DocumentProblem::Json(format!(
+            "body is JSON {}, not an object",
+            json_type_name(&value)
+        )));
+    };
+
+    let issuer = match doc.get("issuer") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(DocumentProblem::MissingField(format!(
+                "\"issuer\" is {}, not a string",
+                json_type_name(other)
+            )));
+        }
+        None => return Err(DocumentProblem::MissingField("no \"issuer\" member".into())),
+    };
+    let mut warnings = Vec::new();
+    if issuer != expected_issuer {
+        if !rules.skip_issuer_check {
+            return Err(DocumentProblem::IssuerMismatch {
+                expected: expected_issuer.to_string(),
+                found: issuer,
+            });
+        }
+        warnings.push(format!(
+            "issuer {issuer:?} differs from {expected_issuer:?}; accepted because of --skip-issuer-check"
+        ));
+    }
+
+    let mut document = Document {
+        issuer,
+        authorization_endpoint: optional_string(&doc, "authorization_endpoint")?,
+        token_endpoint: optional_string(&doc, "token_endpoint")?,
+        jwks_uri: optional_string(&doc, "jwks_uri")?,
+        userinfo_endpoint: optional_string(&doc, "userinfo_endpoint")?,
+        id_token_signing_alg_values_supported: optional_string_array(
+            &doc,
+            "id_token_signing_alg_values_supported",
+        )?
+        .unwrap_or_default(),
+        warnings,
+    };
+    for member in ["response_types_supported", "subject_types_supported", "grant_types_supported"] {
+        optional_string_array(&doc, member)?;
+    }
+
+    let missing = missing_required(&doc, rules.kind);
+    match rules.kind {
+        MetadataKind::Oidc if document.jwks_uri.is_none() => {
+            return Err(DocumentProblem::MissingField(
+                "no \"jwks_uri\": a client could not verify any token".into(),
+            ));
+        }
+        _ => {}
+    }
+    if rules.strict {
+        if let Some(problem) = strict_issuer_problem(&document.issuer) {
+            return Err(DocumentProblem::MissingField(problem));
+        }
+        if !missing.is_empty() {
+            return Err(DocumentProblem::MissingField(format!(
+                "--strict: REQUIRED member(s) missing: {}",
+                missing.join(", ")
+            )));
+        }
+    } else if !missing.is_empty() {
+        document.warnings.push(format!(
+            "usual member(s) missing: {} (a strict client may refuse this document)",
+            missing.join(", ")
+        ));
+    }
+    Ok(document)
+}
+
+fn strict_issuer_problem(issuer: &str) -> Option<String> {
+    match check_issuer_url(issuer) {
+        Ok(parts) if parts.scheme == "https" => None,
+        Ok(_) => Some(format!("--strict: issuer {issuer:?} does not use https")),
+        Err(p) => Some(format!("--strict: issuer {issuer:?} {p}")),
+    }
+}
+
+/// REQUIRED members the document lacks, by specification.
+fn missing_required(doc: &Map<String, Value>, kind: MetadataKind) -> Vec<&'static str> {
+    let has = |k: &str| doc.get(k).is_some_and(|v| !v.is_null());
+    let mut missing: Vec<&'static str> = Vec::new();
+    match kind {
+        MetadataKind::Oidc => {
+            missing.extend(OIDC_REQUIRED.iter().copied().filter(|k| !has(k)));
+            if !has("token_endpoint") && !oidc_implicit_only(doc) {
+                missing.push("token_endpoint");
+            }
+        }
+        MetadataKind::OAuth => {
+            if !has("response_types_supported") {
+                missing.push("response_types_supported");
+            }
+            let grants = string_items(doc.get("grant_types_supported"));
+            // RFC 8414 §2: the default grant types are authorization_code and implicit.
+            let grants = grants.unwrap_or_else(|| vec!["authorization_code", "implicit"]);
+            let uses_authorization = grants.iter().any(|g| *g == "authorization_code" || *g == "implicit");
+            if !has("authorization_endpoint") && uses_authorization {
+                missing.push("authorization_endpoint");
+            }
+            let implicit_only = grants.iter().all(|g| *g == "implicit");
+            if !has("token_endpoint") && !implicit_only {
+                missing.push("token_endpoint");
+            }
+        }
+    }
+    missing
+}
+
+/// OIDC Discovery §3: token_endpoint is REQUIRED "unless only the Implicit Flow is used", i.e. no
+/// advertised response type contains `code`.
+fn oidc_implicit_only(doc: &Map<String, Value>) -> bool {
+    match string_items(doc.get("response_types_supported")) {
+        Some(types) if !types.is_empty() => types.iter().all(|t| !t.split(' ').any(|p| p == "code")),
+        _ => false,
+    }
+}
+
+fn string_items(v: Option<&Value>) -> Option<Vec<&str>> {
+    match v {
+        Some(Value::Array(items)) => Some(items.iter().filter_map(Value::as_str).collect()),
+        _ => None,
+    }
+}
+
+fn optional_string(doc: &Map<String, Value>, key: &str) -> Result<Option<String>, DocumentProblem> {
+    match doc.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(DocumentProblem::MissingField(format!(
+            "{key:?} is {}, not a string",
+            json_type_name(other)
+        ))),
+    }
+}
+
+fn optional_string_array(
+    doc: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<Vec<String>>, DocumentProblem> {
+    match doc.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .map(Some)
+            .ok_or_else(|| DocumentProblem::MissingField(format!("{key:?} holds a non-string item"))),
+        Some(other) => Err(DocumentProblem::MissingField(format!(
+            "{key:?} is {}, not an array of strings",
+            json_type_name(other)
+        ))),
+    }
+}
+
+fn json_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// What to tell a user whose configured issuer differs from the one the provider announces.
+pub fn issuer_mismatch_hint(expected: &str, found: &str) -> String {
+    if found.contains("{tenantid}") {
+        return "Entra ID 'common'/'organizations' documents carry a literal {tenantid} and can never match: \
+                use the tenant-specific issuer, or --skip-issuer-check if the client skips it too"
+            .into();
+    }
+    if expected.trim_end_matches('/') == found.trim_end_matches('/') {
+        return format!(
+            "only the trailing slash differs; configure exactly {found:?} (Auth0 and Authentik issuers end in '/', Keycloak's do not)"
+        );
+    }
+    let host_of = |u: &str| split_url(u).ok().map(|p| p.authority.to_ascii_lowercase());
+    if host_of(expected) != host_of(found) || expected.split("://").next() != found.split("://").next() {
+        return "the provider builds its issuer from its public URL (Keycloak: KC_HOSTNAME or the realm's \
+                frontend URL) or from the request's Host; keep --issuer as the public issuer your client \
+                expects and fetch from the in-cluster address with --discovery-url"
+            .into();
+    }
+    "the paths differ: check the realm, tenant or application name in --issuer".into()
+}
+
+/// A short, printable excerpt of a body for logs: at most `max` characters, control and
+/// non-printable bytes replaced, whitespace runs folded.
+pub fn printable_excerpt(body: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(max * 4)]);
+    let mut out = String::new();
+    let mut last_space = true;
+    for c in text.chars() {
+        if out.chars().count() >= max {
+            out.push('…');
+            break;
+        }
+        if c.is_whitespace() {
+            if !last_space {
+                out.push(' ');
+            }
+            last_space = true;
+        } else if c.is_control() || c == '\u{FFFD}' {
+            out.push('?');
+            last_space = false;
+        } else {
+            out.push(c);
+            last_space = false;
+        }
+    }
+    out.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oidc_appends_after_one_trailing_slash() {
+        let k = MetadataKind::Oidc;
+        assert_eq!(well_known_url("https://ex.com", k), "https://ex.com/.well-known/openid-configuration");
+        assert_eq!(well_known_url("https://ex.com/", k), "https://ex.com/.well-known/openid-configuration");
+        assert_eq!(
+            well_known_url("https://ex.com/issuer1", k),
+            "https://ex.com/issuer1/.well-known/openid-configuration"
+        );
+        assert_eq!(
+            well_known_url("https://a.example.com/application/o/romm/", k),
+            "https://a.example.com/application/o/romm/.well-known/openid-configuration"
+        );
+    }
+
+    #[test]
+    fn oauth_inserts_after_the_host() {
+        let k = MetadataKind::OAuth;
+        assert_eq!(well_known_url("https://ex.com", k), "https://ex.com/.well-known/oauth-authorization-server");
+        assert_eq!(
+            well_known_url("https://ex.com/issuer1", k),
+            "https://ex.com/.well-known/oauth-authorization-server/issuer1"
+        );
+        assert_eq!(
+            well_known_url("https://kc/realms/x/", k),
+            "https://kc/.well-known/oauth-authorization-server/realms/x"
+        );
+        assert_eq!(
+            well_known_url("https://[::1]:8443/realms/x", k),
+            "https://[::1]:8443/.well-known/oauth-authorization-server/realms/x"
+        );
+    }
+
+    #[test]
+    fn issuer_urls_are_checked() {
+        assert!(check_issuer_url("https://sso.example.com/realms/x").is_ok());
+        assert!(check_issuer_url("http://keycloak:8080/realms/x").is_ok());
+        let v6 = check_issuer_url("https://[::1]:8443").unwrap();
+        assert_eq!((v6.host, v6.port), ("[::1]", Some(8443)));
+        assert_eq!(check_issuer_url("sso.example.com"), Err(UrlProblem::NotAbsolute));
+        assert_eq!(check_issuer_url("ftp://x"), Err(UrlProblem::UnsupportedScheme("ftp".into())));
+        assert_eq!(check_issuer_url("https://"), Err(UrlProblem::EmptyHost));
+        assert_eq!(check_issuer_url("https://h:0"), Err(UrlProblem::BadPort("0".into())));
+        assert_eq!(check_issuer_url("https://h:99999"), Err(UrlProblem::BadPort("99999".into())));
+        assert_eq!(check_issuer_url("https://h/?a=b"), Err(UrlProblem::Query));
+        assert_eq!(check_issuer_url("https://h/#x"), Err(UrlProblem::Fragment));
+        assert_eq!(check_issuer_url("https://u:p@h/"), Err(UrlProblem::Userinfo));
+        assert_eq!(check_issuer_url("https://h/a b"), Err(UrlProblem::BadCharacter(' ')));
+        assert_eq!(check_issuer_url("https://[::1"), Err(UrlProblem::BadIpv6Literal));
+    }
+
+    #[test]
+    fn origins_make_default_ports_explicit() {
+        let a = split_url("https://H.example").unwrap().origin();
+        let b = split_url("https://h.example:443/x?y").unwrap().origin();
+        assert_eq!(a, b);
+        assert_ne!(a, split_url("http://h.example").unwrap().origin());
+    }
+
+    fn rules(kind: MetadataKind, strict: bool) -> Rules {
+        Rules { kind, strict, skip_issuer_check: false }
+    }
+
+    #[test]
+    fn issuer_must_match_byte_for_byte() {
+        let body = br#"{"issuer":"https://h/","jwks_uri":"https://h/k"}"#;
+        let err = validate_document(body, "https://h", rules(MetadataKind::Oidc, false)).unwrap_err();
+        assert!(matches!(err, DocumentProblem::IssuerMismatch { .. }));
+        assert!(err.to_string().contains("trailing slash"), "{err}");
+        let skip = Rules { skip_issuer_check: true, ..rules(MetadataKind::Oidc, false) };
+        let doc = validate_document(body, "https://h", skip).unwrap();
+        assert!(doc.warnings[0].contains("--skip-issuer-check"));
+    }
+
+    #[test]
+    fn hostile_bodies_are_problems_not_panics() {
+        let r = rules(MetadataKind::Oidc, false);
+        let deep = "[".repeat(100_000);
+        for body in [
+            &b"\xff\xfe"[..],
+            b"",
+            b"<html>503</html>",
+            b"[]",
+            b"\"x\"",
+            br#"{"issuer":42}"#,
+            br#"{"issuer":"https://h","jwks_uri":1e999}"#,
+            br#"{"issuer":"https://h","jwks_uri":["a"]}"#,
+            deep.as_bytes(),
+        ] {
+            assert!(validate_document(body, "https://h", r).is_err(), "{:?}", String::from_utf8_lossy(body));
+        }
+        assert!(matches!(
+            validate_document(b"\xff", "https://h", r),
+            Err(DocumentProblem::NotUtf8 { valid_up_to: 0 })
+        ));
+    }
+
+    #[test]
+    fn excerpts_are_printable_and_short() {
+        assert_eq!(printable_excerpt(b"<h1>Bad\n\n Gateway</h1>\x1b[31m", 40), "<h1>Bad Gateway</h1>?[31m");
+        assert_eq!(printable_excerpt(b"abcdef", 3), "abc…");
+    }
+}

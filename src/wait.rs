@@ -1,0 +1,312 @@
+//! The waiting: attempts and pauses under one monotonic deadline and an optional attempt budget.
+//!
+//! The clock, the sleeper and the attempt itself are injected, so the rules below are tested
+//! with a virtual clock and no real sleeping:
+//! - the first attempt starts at once;
+//! - no attempt budget and no pause reaches past the deadline;
+//! - a refused connection is retried after about [`FAST_RETRY`]: it costs the provider nothing,
+//!   and most providers go straight from "refused" to serving, so polling fast there is what
+//!   makes the gate exit within a fraction of a second of readiness;
+//! - every other failure (a 503 from a gateway, a DNS miss, a timeout) waits 75-100% of the
+//!   interval, at random, so a cold-booting cluster's gates do not poll in lock-step and a
+//!   struggling provider or DNS server gets about one request a second from each.
+
+use crate::probe::{Failure, FailureClass, Ready};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Pause after a refused connection (at most; 50-100% of it at random).
+pub const FAST_RETRY: Duration = Duration::from_millis(100);
+
+pub trait Clock {
+    fn now(&self) -> Instant;
+}
+
+pub trait Sleeper {
+    fn sleep(&mut self, pause: Duration);
+}
+
+/// The real monotonic clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// Real sleeping. Signals do not need to interrupt it: the main thread handles them and ends
+/// the process.
+pub struct ThreadSleeper;
+
+impl Sleeper for ThreadSleeper {
+    fn sleep(&mut self, pause: Duration) {
+        std::thread::sleep(pause);
+    }
+}
+
+/// A small xorshift generator for jitter: no need for cryptographic randomness, only for gates
+/// started in the same second to drift apart.
+pub struct Jitter(u64);
+
+impl Jitter {
+    pub fn new(seed: u64) -> Jitter {
+        Jitter(seed | 1)
+    }
+
+    /// Seeded from the clock and the process id, which differ between pods.
+    pub fn from_entropy() -> Jitter {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Jitter::new(nanos ^ (u64::from(std::process::id()) << 32) ^ 0x9E37_79B9_7F4A_7C15)
+    }
+
+    /// A fraction in `[lo, hi)`.
+    pub fn between(&mut self, lo: f64, hi: f64) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        let unit = (self.0 >> 11) as f64 / (1u64 << 53) as f64;
+        lo + (hi - lo) * unit
+    }
+}
+
+/// When to stop and how to pace.
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule {
+    pub deadline: Instant,
+    pub interval: Duration,
+    pub attempt_timeout: Duration,
+    pub max_attempts: Option<u32>,
+    /// Consecutive passing attempts required (at least 1).
+    pub successes: u32,
+}
+
+/// How the wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Ready,
+    DeadlineReached,
+    AttemptsExhausted,
+}
+
+/// What has happened so far, for log lines and the summary.
+#[derive(Clone, Debug, Default)]
+pub struct Tally {
+    pub attempts: u32,
+    pub failures: BTreeMap<FailureClass, u32>,
+    pub last_failure: Option<Failure>,
+    pub last_ready: Option<Ready>,
+    pub consecutive_successes: u32,
+}
+
+/// One attempt, as the observer sees it.
+pub struct AttemptReport<'a> {
+    pub number: u32,
+    pub outcome: &'a Result<Ready, Failure>,
+    /// Time left before the deadline when the attempt ended.
+    pub left: Duration,
+    /// The pause before the next attempt, or `None` if this was the last.
+    pub next_pause: Option<Duration>,
+}
+
+/// Attempts until ready, out of attempts, or out of time.
+pub fn wait_until_ready(
+    schedule: &Schedule,
+    clock: &dyn Clock,
+    sleeper: &mut dyn Sleeper,
+    jitter: &mut Jitter,
+    attempt: &mut dyn FnMut(Duration) -> Result<Ready, Failure>,
+    observe: &mut dyn FnMut(&AttemptReport<'_>, &Tally),
+) -> (Verdict, Tally) {
+    let mut tally = Tally::default();
+    let needed = schedule.successes.max(1);
+    loop {
+        let left = schedule.deadline.saturating_duration_since(clock.now());
+        if left.is_zero() {
+            return (Verdict::DeadlineReached, tally);
+        }
+        let outcome = attempt(schedule.attempt_timeout.min(left));
+        tally.attempts += 1;
+        let pause = match &outcome {
+            Ok(ready) => {
+                tally.consecutive_successes += 1;
+                tally.last_ready = Some(ready.clone());
+                schedule.interval.mul_f64(jitter.between(0.75, 1.0))
+            }
+            Err(failure) => {
+                tally.consecutive_successes = 0;
+                *tally.failures.entry(failure.class).or_default() += 1;
+                tally.last_failure = Some(failure.clone());
+                if failure.cheap {
+                    FAST_RETRY.min(schedule.interval).mul_f64(jitter.between(0.5, 1.0))
+                } else {
+                    schedule.interval.mul_f64(jitter.between(0.75, 1.0))
+                }
+            }
+        };
+        let left = schedule.deadline.saturating_duration_since(clock.now());
+        let verdict = if tally.consecutive_successes >= needed {
+            Some(Verdict::Ready)
+        } else if schedule.max_attempts.is_some_and(|max| tally.attempts >= max) {
+            Some(Verdict::AttemptsExhausted)
+        } else if left.is_zero() {
+            Some(Verdict::DeadlineReached)
+        } else {
+            None
+        };
+        let next_pause = verdict.is_none().then(|| pause.min(left));
+        observe(&AttemptReport { number: tally.attempts, outcome: &outcome, left, next_pause }, &tally);
+        match (verdict, next_pause) {
+            (Some(v), _) => return (v, tally),
+            (None, Some(p)) => sleeper.sleep(p),
+            (None, None) => unreachable!("a pause exists whenever the wait goes on"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::Document;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    /// A virtual clock shared by the fake sleeper and the fake attempts.
+    #[derive(Clone)]
+    struct FakeTime {
+        start: Instant,
+        elapsed: Rc<Cell<Duration>>,
+    }
+
+    impl FakeTime {
+        fn new() -> FakeTime {
+            FakeTime { start: Instant::now(), elapsed: Rc::new(Cell::new(Duration::ZERO)) }
+        }
+        fn advance(&self, d: Duration) {
+            self.elapsed.set(self.elapsed.get() + d);
+        }
+        fn at(&self) -> Duration {
+            self.elapsed.get()
+        }
+    }
+
+    impl Clock for FakeTime {
+        fn now(&self) -> Instant {
+            self.start + self.elapsed.get()
+        }
+    }
+
+    impl Sleeper for FakeTime {
+        fn sleep(&mut self, pause: Duration) {
+            self.advance(pause);
+        }
+    }
+
+    fn ready() -> Ready {
+        Ready { document: Document { issuer: "https://h".into(), ..Document::default() }, url: "https://h".into() }
+    }
+
+    fn schedule(time: &FakeTime, timeout_ms: u64) -> Schedule {
+        Schedule {
+            deadline: time.now() + Duration::from_millis(timeout_ms),
+            interval: Duration::from_secs(1),
+            attempt_timeout: Duration::from_secs(5),
+            max_attempts: None,
+            successes: 1,
+        }
+    }
+
+    /// Runs a wait where each attempt takes `cost` and fails with `failure` until `ready_at`.
+    fn run(
+        time: &FakeTime,
+        schedule: Schedule,
+        cost: Duration,
+        failure: Failure,
+        ready_at: Duration,
+    ) -> (Verdict, Tally, Vec<(Duration, Duration)>) {
+        let mut starts = Vec::new();
+        let clock = time.clone();
+        let mut sleeper = time.clone();
+        let t = time.clone();
+        let mut attempt = |budget: Duration| {
+            starts.push((t.at(), budget));
+            t.advance(cost.min(budget));
+            if t.at() >= ready_at { Ok(ready()) } else { Err(failure.clone()) }
+        };
+        let (v, tally) = wait_until_ready(&schedule, &clock, &mut sleeper, &mut Jitter::new(7), &mut attempt, &mut |_, _| {});
+        (v, tally, starts)
+    }
+
+    fn status_503() -> Failure {
+        Failure::new(FailureClass::HttpStatus, "HTTP 503")
+    }
+
+    #[test]
+    fn first_attempt_is_immediate_and_ready_ends_the_wait() {
+        let time = FakeTime::new();
+        let (v, tally, starts) = run(&time, schedule(&time, 10_000), Duration::from_millis(5), status_503(), Duration::ZERO);
+        assert_eq!(v, Verdict::Ready);
+        assert_eq!(tally.attempts, 1);
+        assert_eq!(starts[0].0, Duration::ZERO);
+    }
+
+    #[test]
+    fn never_crosses_the_deadline() {
+        for cost_ms in [1, 300, 999, 4_000, 60_000] {
+            let time = FakeTime::new();
+            let s = schedule(&time, 7_300);
+            let (v, _, starts) = run(&time, s, Duration::from_millis(cost_ms), status_503(), Duration::MAX);
+            assert_eq!(v, Verdict::DeadlineReached);
+            assert!(time.at() <= Duration::from_millis(7_300), "cost {cost_ms}: ended at {:?}", time.at());
+            for (start, budget) in starts {
+                assert!(start + budget <= Duration::from_millis(7_300), "attempt budget crosses the deadline");
+            }
+        }
+    }
+
+    #[test]
+    fn pacing_depends_on_what_the_failure_costs() {
+        let time = FakeTime::new();
+        let (_, tally, starts) = run(&time, schedule(&time, 10_000), Duration::from_millis(1), status_503(), Duration::MAX);
+        let gaps: Vec<Duration> = starts.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        assert!(gaps.iter().all(|g| *g >= Duration::from_millis(750) && *g <= Duration::from_millis(1001)), "{gaps:?}");
+        assert!(gaps.windows(2).any(|w| w[0] != w[1]), "jittered");
+        assert!((10..=14).contains(&tally.attempts), "{}", tally.attempts);
+
+        let time = FakeTime::new();
+        let refused = Failure { cheap: true, ..Failure::new(FailureClass::Connect, "refused") };
+        let (v, _, starts) = run(&time, schedule(&time, 10_000), Duration::from_millis(1), refused, Duration::from_millis(2_000));
+        assert_eq!(v, Verdict::Ready);
+        let gaps: Vec<Duration> = starts.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        assert!(gaps.iter().all(|g| *g >= Duration::from_millis(50) && *g <= Duration::from_millis(101)), "{gaps:?}");
+        assert!(time.at() < Duration::from_millis(2_110), "noticed within a fast retry: {:?}", time.at());
+    }
+
+    #[test]
+    fn attempt_budget_ends_the_wait_first_when_smaller() {
+        let time = FakeTime::new();
+        let s = Schedule { max_attempts: Some(3), ..schedule(&time, 60_000) };
+        let (v, tally, _) = run(&time, s, Duration::from_millis(1), status_503(), Duration::MAX);
+        assert_eq!((v, tally.attempts), (Verdict::AttemptsExhausted, 3));
+        assert_eq!(tally.failures[&FailureClass::HttpStatus], 3);
+        assert!(time.at() < Duration::from_secs(3), "no pause after the last attempt");
+    }
+
+    #[test]
+    fn consecutive_successes_are_required() {
+        let time = FakeTime::new();
+        let s = Schedule { successes: 3, ..schedule(&time, 60_000) };
+        let (v, tally, _) = run(&time, s, Duration::from_millis(1), status_503(), Duration::from_millis(1_500));
+        assert_eq!(v, Verdict::Ready);
+        assert_eq!(tally.consecutive_successes, 3);
+    }
+
+    #[test]
+    fn attempt_budget_is_clipped_to_the_time_left() {
+        let time = FakeTime::new();
+        let (_, _, starts) = run(&time, schedule(&time, 2_000), Duration::from_secs(60), status_503(), Duration::MAX);
+        assert_eq!(starts, vec![(Duration::ZERO, Duration::from_millis(2_000))]);
+    }
+}
