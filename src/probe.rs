@@ -147,8 +147,8 @@ pub fn tls_detail(host: &str, error: &rustls::Error) -> String {
     match error {
         rustls::Error::InvalidCertificate(cert) => match cert {
             CertificateError::NotValidForNameContext { presented, .. } => format!(
-                "certificate is for {}, not {host}; use the name it was issued for (with --discovery-url or --connect-to to reach it elsewhere), or reissue it",
-                if presented.is_empty() { "no DNS name".to_string() } else { presented.join(", ") }
+                "certificate is for {}, not {host}; use the name it was issued for, or reissue it for {host}",
+                if presented.is_empty() { "no name at all".to_string() } else { presented_names(presented) }
             ),
             CertificateError::NotValidForName => {
                 format!("certificate is not valid for {host}; use the name it was issued for, or reissue it")
@@ -170,4 +170,16 @@ pub fn tls_detail(host: &str, error: &rustls::Error) -> String {
         ),
         _ => format!("TLS handshake with {host} failed: {error}"),
     }
+}
+
+/// rustls renders presented names as `DnsName("a.example")`; show just the names.
+fn presented_names(presented: &[String]) -> String {
+    presented
+        .iter()
+        .map(|p| {
+            let inner = p.split_once('(').map_or(p.as_str(), |(_, rest)| rest.trim_end_matches(')'));
+            inner.trim_matches('"').to_string()
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
