@@ -22,7 +22,7 @@ pub const EXIT_USAGE: i32 = 2;
 
 /// How long after the deadline the main thread still waits for a clipped attempt to report.
 /// Keeps the total within the promised `--timeout` + 0.1 s.
-const GRACE: Duration = Duration::from_millis(40);
+const GRACE: Duration = Duration::from_millis(25);
 
 enum Event {
     Progress(usize, Tally),
@@ -48,7 +48,18 @@ pub fn main() -> i32 {
         Ok(v) => v,
         Err(e) => return usage_error(&e),
     };
+    let unknown = cli::unknown_env_vars(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()));
+    if config.dry_run {
+        if let Some((name, suggestion)) = unknown.into_iter().next() {
+            return usage_error(&ConfigError::UnknownVariable { name, suggestion });
+        }
+        print!("{}", report::settings_summary(&config, &proxies));
+        return EXIT_READY;
+    }
     report::init_logging(config.quiet, std::env::var("RUST_LOG").ok());
+    for (name, suggestion) in unknown {
+        log::warn!("{}", ConfigError::UnknownVariable { name, suggestion });
+    }
     for w in &config.warnings {
         log::warn!("{w}");
     }

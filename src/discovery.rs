@@ -64,6 +64,7 @@ impl UrlParts<'_> {
 /// Why a string is not a usable `http(s)` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UrlProblem {
+    Empty,
     NotAbsolute,
     UnsupportedScheme(String),
     EmptyHost,
@@ -78,6 +79,7 @@ pub enum UrlProblem {
 impl fmt::Display for UrlProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            UrlProblem::Empty => write!(f, "is empty; give a URL such as https://sso.example.com/realms/NAME"),
             UrlProblem::NotAbsolute => {
                 write!(f, "is not an absolute URL; write it as https://host[:port][/path]")
             }
@@ -113,6 +115,9 @@ impl fmt::Display for UrlProblem {
 /// Splits an absolute `http`/`https` URL. Query and fragment are returned, not rejected: the caller
 /// decides (an issuer may have neither; a redirect target may have a query).
 pub fn split_url(raw: &str) -> Result<UrlParts<'_>, UrlProblem> {
+    if raw.trim().is_empty() {
+        return Err(UrlProblem::Empty);
+    }
     let (scheme, rest) = raw.split_once("://").ok_or(UrlProblem::NotAbsolute)?;
     if scheme != "https" && scheme != "http" {
         if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) {
@@ -222,11 +227,11 @@ pub struct Rules {
 pub enum DocumentProblem {
     /// Not valid UTF-8 (RFC 8259 §8.1 requires it).
     NotUtf8 { valid_up_to: usize },
-    /// Not JSON, or JSON that is not an object.
+    /// Not JSON, JSON that is not an object, or a member of the wrong type.
     Json(String),
     /// `issuer` differs from the configured one.
     IssuerMismatch { expected: String, found: String },
-    /// A member the rules require is absent or has the wrong type.
+    /// A member the rules require is absent.
     MissingField(String),
 }
 
@@ -290,7 +295,7 @@ pub fn validate_document(
     let issuer = match doc.get("issuer") {
         Some(Value::String(s)) => s.clone(),
         Some(other) => {
-            return Err(DocumentProblem::MissingField(format!(
+            return Err(DocumentProblem::Json(format!(
                 "\"issuer\" is {}, not a string",
                 json_type_name(other)
             )));
@@ -414,7 +419,7 @@ fn optional_string(doc: &Map<String, Value>, key: &str) -> Result<Option<String>
     match doc.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(DocumentProblem::MissingField(format!(
+        Some(other) => Err(DocumentProblem::Json(format!(
             "{key:?} is {}, not a string",
             json_type_name(other)
         ))),
@@ -432,8 +437,8 @@ fn optional_string_array(
             .map(|v| v.as_str().map(str::to_string))
             .collect::<Option<Vec<_>>>()
             .map(Some)
-            .ok_or_else(|| DocumentProblem::MissingField(format!("{key:?} holds a non-string item"))),
-        Some(other) => Err(DocumentProblem::MissingField(format!(
+            .ok_or_else(|| DocumentProblem::Json(format!("{key:?} holds a non-string item"))),
+        Some(other) => Err(DocumentProblem::Json(format!(
             "{key:?} is {}, not an array of strings",
             json_type_name(other)
         ))),

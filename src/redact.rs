@@ -9,7 +9,9 @@ pub fn redact_url(text: &str) -> String {
         let (head, tail) = rest.split_at(i + 3);
         out.push_str(head);
         let end = tail
-            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace() || c == '"' || c == '\'')
+            // The same ends as the URL parser's, so nothing it would read as userinfo escapes;
+            // quotes are not ends, since a quote inside the userinfo would otherwise leak it.
+            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
             .unwrap_or(tail.len());
         let authority = &tail[..end];
         match authority.rfind('@') {
@@ -38,5 +40,8 @@ mod tests {
         );
         assert_eq!(redact_url("no url"), "no url");
         assert_eq!(redact_url("https://"), "https://");
+        // Found by fuzzing: a quote inside the userinfo.
+        assert_eq!(redact_url("http://'u:p@phttp?sq:///s"), "http://***@phttp?sq:///s");
+        assert_eq!(redact_url("'https://a\"b:secret@h'"), "'https://***@h'");
     }
 }

@@ -60,6 +60,17 @@ impl TestCa {
         )
     }
 
+    /// A leaf for `names` written as PEM files (certificate chain, key), for peers that read files.
+    pub fn leaf_pem_files(&self, names: &[&str]) -> (PathBuf, PathBuf) {
+        let key = KeyPair::generate().unwrap();
+        let params = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let (cert_path, key_path) = (self.path("leaf.pem"), self.path("leaf.key"));
+        std::fs::write(&cert_path, cert.pem()).unwrap();
+        std::fs::write(&key_path, key.serialize_pem()).unwrap();
+        (cert_path, key_path)
+    }
+
     /// A file path inside the test's directory.
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
@@ -167,6 +178,9 @@ pub enum Mode {
     Plain,
     /// Accept TCP, then never speak (a stuck TLS terminator).
     Silent,
+    /// Write these bytes as soon as a connection arrives, whatever it sends, then close (a
+    /// plain-HTTP server answering a TLS hello with 400).
+    Greeting(Vec<u8>),
 }
 
 pub fn tls_mode(chain: Chain) -> Mode {
@@ -247,6 +261,13 @@ fn serve_connection(
             while !stop.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(20));
             }
+            return;
+        }
+        Mode::Greeting(bytes) => {
+            let mut tcp = tcp;
+            let mut hello = [0u8; 512];
+            let _ = tcp.read(&mut hello);
+            let _ = tcp.write_all(&bytes);
             return;
         }
         Mode::Plain => Box::new(tcp),

@@ -1,0 +1,307 @@
+//! The fault matrix: whatever a misbehaving network or server sends, the gate never passes
+//! falsely, never overruns `--timeout` + 0.1 s, names the right failure class, and never panics.
+//! Each row runs the real binary against a local misbehaving server. The measured times are
+//! written to `target/fault-matrix.md` (and printed with `--nocapture`).
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const WELL_KNOWN: &str = "/.well-known/openid-configuration";
+const TIMEOUT: Duration = Duration::from_millis(1200);
+
+/// One row: a server that misbehaves, and the class the gate must report.
+struct Fault {
+    name: &'static str,
+    mode: Mode,
+    handler: Handler,
+    /// Issuer host: `localhost` (default) or an IPv6 literal.
+    host: &'static str,
+    /// Trust the test CA?
+    trust: bool,
+    class: &'static str,
+    /// A phrase the log must contain.
+    detail: &'static str,
+}
+
+fn reply(f: impl Fn(&Request, usize) -> Reply + Send + Sync + 'static) -> Handler {
+    Arc::new(f)
+}
+
+fn fixed(body: &'static [u8]) -> Handler {
+    reply(move |_, _| Reply::Response {
+        status: 200,
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        body: body.to_vec(),
+    })
+}
+
+fn faults(ca: &TestCa) -> Vec<Fault> {
+    let tls = || tls_mode(ca.leaf(&["localhost", "::1"]));
+    let f = |name, mode, handler, class, detail| Fault { name, mode, handler, host: "localhost", trust: true, class, detail };
+    let deep = Box::leak(format!("{}{}", "[".repeat(5000), "]".repeat(5000)).into_boxed_str()).as_bytes();
+    vec![
+        f("TCP accepted, TLS handshake never completes", Mode::Silent, reply(|_, _| Reply::Hang), "timeout", "no answer within"),
+        f("handshake done, request never answered", tls(), reply(|_, _| Reply::Hang), "timeout", "no answer within"),
+        f("headers, then one body byte a second", tls(), reply(|_, _| Reply::Drip { every: Duration::from_secs(1) }), "timeout", "body not complete"),
+        f("endless chunked body", tls(), reply(|_, _| Reply::Endless), "body", "larger than 1024 KiB"),
+        f("body over 1 MiB", tls(), reply(|_, _| Reply::json(200, format!("{{\"pad\":\"{}\"}}", "x".repeat(1_100_000)))), "body", "larger than 1024 KiB"),
+        f("Content-Length longer than the body, then close", tls(), reply(|_, _| Reply::Raw(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{\"issuer\":".to_vec())), "body", "cut short"),
+        f("connection reset mid-body", tls(), reply(|_, _| Reply::ResetMidBody), "body", "cut short"),
+        f("not HTTP at all", tls(), reply(|_, _| Reply::Raw(b"SSH-2.0-OpenSSH_9.6\r\n".to_vec())), "body", "malformed HTTP"),
+        f("plain HTTP on the https port", Mode::Greeting(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".to_vec()), fixed(b"{}"), "tls", "plain HTTP"),
+        Fault { trust: false, ..f("untrusted CA", tls(), fixed(b"{}"), "tls", "unknown CA") },
+        f("wrong host name", tls_mode(ca.leaf(&["other.test"])), fixed(b"{}"), "tls", "certificate is for other.test, not localhost"),
+        f("expired certificate", tls_mode(ca.leaf_valid(&["localhost"], (2020, 1, 1), (2021, 1, 1))), fixed(b"{}"), "tls", "has expired"),
+        f("self-signed leaf", tls_mode(self_signed(&["localhost"])), fixed(b"{}"), "tls", "self-signed"),
+        f("500 with an HTML page", tls(), reply(|_, _| Reply::text(500, "<html>\n<h1>Internal\tError</h1>\x07</html>")), "http-status", "HTTP 500 Internal Server Error"),
+        f("redirect loop", tls(), reply(|req, _| Reply::redirect(302, if req.path.ends_with("/a") { "/b" } else { "/a" })), "http-status", "redirect loop"),
+        f("more than 5 redirects", tls(), reply(|_, n| Reply::redirect(307, &format!("/hop{n}"))), "http-status", "more than 5 redirects"),
+        f("redirect to another origin", tls(), reply(|_, _| Reply::redirect(301, "https://elsewhere.test/x")), "http-status", "another origin"),
+        f("redirect from https to http", tls(), reply(|_, _| Reply::redirect(308, "http://localhost/x")), "http-status", "https to plain http"),
+        f("invalid JSON", tls(), fixed(b"{\"issuer\": "), "json", "not valid JSON"),
+        f("JSON that is not an object", tls(), fixed(b"[\"issuer\"]"), "json", "not an object"),
+        f("issuer not a string", tls(), fixed(b"{\"issuer\": 42}"), "json", "not a string"),
+        f("invalid UTF-8", tls(), fixed(b"{\"issuer\": \"\xff\xfe\"}"), "body", "not UTF-8"),
+        f("very deep nesting", tls(), fixed(deep), "json", "recursion limit"),
+        f("huge number", tls(), fixed(b"{\"issuer\":\"x\",\"n\":1e999}"), "json", "out of range"),
+        f("no issuer member", tls(), fixed(b"{\"jwks_uri\":\"https://x\"}"), "missing-field", "no \"issuer\""),
+    ]
+}
+
+#[test]
+fn fault_matrix_never_passes_never_overruns() {
+    let ca = TestCa::new();
+    let rows = Mutex::new(Vec::new());
+    let all = faults(&ca);
+    let queue = Mutex::new(all.into_iter().collect::<Vec<_>>());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let Some(fault) = queue.lock().unwrap().pop() else { break };
+                    let p = Provider::start_on(
+                        if fault.host == "localhost" { "127.0.0.1:0" } else { "[::1]:0" }.parse().unwrap(),
+                        fault.mode.clone(),
+                        fault.handler.clone(),
+                    );
+                    let host = if fault.host == "localhost" { "localhost".to_string() } else { format!("[{}]", fault.host) };
+                    let mut cmd = gate();
+                    cmd.args(["--issuer", &format!("https://{host}:{}", p.port())])
+                        .args(["--timeout", "1200ms", "--fail-closed", "--interval", "300ms"]);
+                    if fault.trust {
+                        cmd.args(["--ca-file", &ca.ca_arg()]);
+                    }
+                    let r = run(cmd);
+                    rows.lock().unwrap().push((fault.name, fault.class, r.elapsed, r.code));
+                    assert_eq!(r.code, Some(1), "{}: must never pass\n{}", fault.name, r.log());
+                    assert!(!r.log().contains("panicked"), "{}: {}", fault.name, r.log());
+                    let class_line = format!(": {}: ", fault.class);
+                    assert!(r.log().contains(&class_line), "{}: expected class {}\n{}", fault.name, fault.class, r.log());
+                    assert!(r.log().contains(fault.detail), "{}: expected {:?}\n{}", fault.name, fault.detail, r.log());
+                    assert_within(&r, TIMEOUT);
+                }
+            });
+        }
+    });
+    let mut rows = rows.into_inner().unwrap();
+    rows.sort_by_key(|r| r.0);
+    let mut table = String::from("| fault | class | total time (timeout 1.2 s) | exit |\n|---|---|---|---|\n");
+    for (name, class, elapsed, code) in &rows {
+        table.push_str(&format!("| {name} | `{class}` | {:.3} s | {} |\n", elapsed.as_secs_f64(), code.unwrap_or(-1)));
+    }
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fault-matrix.md");
+    std::fs::write(&out, &table).unwrap();
+    eprintln!("{table}\n(written to {})", out.display());
+}
+
+#[test]
+fn ipv6_literal_issuers() {
+    let ca = TestCa::new();
+    let port = TcpListener::bind("[::1]:0").unwrap().local_addr().unwrap().port();
+    let iss = format!("https://[::1]:{port}");
+    let _p = Provider::start_on(
+        format!("[::1]:{port}").parse().unwrap(),
+        tls_mode(ca.leaf(&["::1"])),
+        serve_at(WELL_KNOWN, discovery_doc(&iss)),
+    );
+    for kind in ["oidc", "oauth"] {
+        let mut cmd = gate();
+        cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--metadata", kind, "--once"]);
+        let r = run(cmd);
+        if kind == "oidc" {
+            assert_eq!(r.code, Some(0), "{}", r.log());
+        } else {
+            assert!(r.log().contains("HTTP 404"), "oauth looks elsewhere: {}", r.log());
+        }
+    }
+}
+
+#[test]
+fn same_origin_redirects_are_followed() {
+    let ca = TestCa::new();
+    let port = free_port();
+    let iss = format!("https://localhost:{port}");
+    let doc = discovery_doc(&iss);
+    let handler = reply(move |req, _| match req.path.as_str() {
+        WELL_KNOWN => Reply::redirect(301, "/r1"),
+        "/r1" => Reply::redirect(302, &format!("https://localhost:{port}/r2")),
+        "/r2" => Reply::redirect(307, "r3"),
+        "/r3" => Reply::redirect(308, "/final"),
+        "/final" => Reply::json(200, doc.clone()),
+        _ => Reply::json(404, "{}"),
+    });
+    let p = Provider::start_on(format!("127.0.0.1:{port}").parse().unwrap(), tls_mode(ca.leaf(&["localhost"])), handler);
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_eq!(p.count(), 5);
+    assert!(r.stdout.contains(&format!("metadata                https://localhost:{port}/final")), "{}", r.stdout);
+}
+
+#[test]
+fn listens_late_refused_then_fine() {
+    let ca = TestCa::new();
+    let port = free_port();
+    let iss = format!("https://localhost:{port}");
+    let leaf = ca.leaf(&["localhost"]);
+    let doc = discovery_doc(&iss);
+    let late = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        Provider::start_on(format!("127.0.0.1:{port}").parse().unwrap(), tls_mode(leaf), serve_at(WELL_KNOWN, doc))
+    });
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--timeout", "5s", "--fail-closed"]);
+    let r = run(cmd);
+    let _p = late.join().unwrap();
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert!(r.log().contains("connect: connection refused"), "{}", r.log());
+}
+
+/// A minimal CONNECT proxy on loopback that records the targets it was asked for.
+struct ConnectProxy {
+    addr: SocketAddr,
+    targets: Arc<Mutex<Vec<String>>>,
+}
+
+impl ConnectProxy {
+    fn start() -> ConnectProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let targets = Arc::new(Mutex::new(Vec::new()));
+        let seen = targets.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut client) = conn else { continue };
+                let seen = seen.clone();
+                std::thread::spawn(move || {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        if client.read(&mut byte).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let head = String::from_utf8_lossy(&head).to_string();
+                    let target = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                    seen.lock().unwrap().push(head.lines().next().unwrap_or("").to_string());
+                    let Ok(upstream) = TcpStream::connect(target.replace("localhost", "127.0.0.1")) else {
+                        let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n");
+                        return;
+                    };
+                    let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                    let (mut c2, mut u2) = (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+                    let mut upstream = upstream;
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut u2, &mut c2);
+                    });
+                    let _ = std::io::copy(&mut client, &mut upstream);
+                });
+            }
+        });
+        ConnectProxy { addr, targets }
+    }
+}
+
+#[test]
+fn https_proxy_tunnels_and_the_certificate_is_still_checked() {
+    let ca = TestCa::new();
+    let proxy = ConnectProxy::start();
+    let port = free_port();
+    let iss = format!("https://localhost:{port}");
+    let provider = Provider::start_on(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        tls_mode(ca.leaf(&["localhost"])),
+        serve_at(WELL_KNOWN, discovery_doc(&iss)),
+    );
+    let proxy_url = format!("http://user:s3cret@{}", proxy.addr);
+
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once"]).env("HTTPS_PROXY", &proxy_url);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_eq!(proxy.targets.lock().unwrap().len(), 1, "went through the proxy");
+    assert!(proxy.targets.lock().unwrap()[0].starts_with(&format!("CONNECT localhost:{}", provider.port())));
+
+    // HTTP_PROXY does not apply to https (curl's rule); NO_PROXY exempts a host.
+    for env in [("HTTP_PROXY", proxy_url.clone()), ("NO_PROXY", "localhost".to_string())] {
+        let mut cmd = gate();
+        cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once"]).env(env.0, &env.1);
+        if env.0 == "NO_PROXY" {
+            cmd.env("HTTPS_PROXY", &proxy_url);
+        }
+        let r = run(cmd);
+        assert_eq!(r.code, Some(0), "{}", r.log());
+        assert_eq!(proxy.targets.lock().unwrap().len(), 1, "{} bypasses the proxy", env.0);
+    }
+
+    // Through the tunnel the certificate is checked against the issuer's name.
+    let port = free_port();
+    let wrong = format!("https://localhost:{port}");
+    let _w = Provider::start_on(format!("127.0.0.1:{port}").parse().unwrap(), tls_mode(ca.leaf(&["other.test"])), serve_at(WELL_KNOWN, discovery_doc(&wrong)));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &wrong, "--ca-file", &ca.ca_arg(), "--once"]).env("HTTPS_PROXY", &proxy_url);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert!(r.log().contains("certificate is for other.test"), "{}", r.log());
+    assert_eq!(proxy.targets.lock().unwrap().len(), 2);
+    assert!(!r.log().contains("s3cret"), "{}", r.log());
+}
+
+#[test]
+fn bad_input_exits_2_with_the_fix() {
+    let ca = TestCa::new();
+    let no_cert = ca.path("key-only.pem");
+    std::fs::write(&no_cert, "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIA==\n-----END EC PRIVATE KEY-----\n").unwrap();
+    let cases: Vec<(Vec<String>, Vec<(&str, &str)>, &str)> = vec![
+        (vec!["--issuer".into(), "not a url".into()], vec![], "--issuer: 'not a url' is not an absolute URL"),
+        (vec!["--issuer".into(), "ftp://h".into()], vec![], "has the scheme 'ftp'"),
+        (vec!["--issuer".into(), "https://h#frag".into()], vec![], "has a fragment"),
+        (vec!["--issuer".into(), "".into()], vec![], "--issuer: '' is empty"),
+        (vec!["--issuer".into(), "https://h".into(), "--ca-file".into(), no_cert.display().to_string()], vec![], "no 'CERTIFICATE' block"),
+        (vec!["--issuer".into(), "https://h".into(), "--max-attempts".into(), "0".into()], vec![], "--max-attempts: '0'"),
+        (vec!["--issuer".into(), "https://h".into(), "--attempt-timeout".into(), "-1s".into()], vec![], "--attempt-timeout: '-1s'"),
+        (vec!["--issuer".into(), "https://h".into(), "--once".into(), "--max-attempts".into(), "3".into()], vec![], "--once makes exactly one attempt"),
+        (vec![], vec![("WAIT_FOR_IDP_ISSUER", "https://u:hunter2@h")], "WAIT_FOR_IDP_ISSUER: 'https://***@h' carries credentials"),
+        (vec!["--issuer".into(), "https://h".into()], vec![("WAIT_FOR_IDP_MAX_ATTEMPTS", "many")], "WAIT_FOR_IDP_MAX_ATTEMPTS: 'many'"),
+        (vec!["--issuer".into(), "https://h".into()], vec![("WAIT_FOR_IDP_METADATA", "saml")], "WAIT_FOR_IDP_METADATA: 'saml'"),
+        (vec!["--issuer".into(), "https://h".into()], vec![("HTTPS_PROXY", "socks5://u:pw@p:1")], "HTTPS_PROXY: 'socks5://***@p:1'"),
+    ];
+    for (args, env, expected) in cases {
+        let mut cmd = gate();
+        cmd.args(&args);
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+        let r = run(cmd);
+        assert_eq!(r.code, Some(2), "{args:?} {env:?}: {}", r.log());
+        assert!(r.log().contains(expected), "{args:?} {env:?}: expected {expected:?} in {}", r.log());
+        assert!(!r.log().contains("hunter2") && !r.log().contains(":pw@"), "{}", r.log());
+    }
+}
