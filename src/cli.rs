@@ -81,6 +81,11 @@ pub struct Cli {
     /// Log only the final line
     #[arg(short, long)]
     pub quiet: bool,
+
+    /// Check the flags, environment variables and CA files, print the effective settings and
+    /// exit (0 valid, 2 not) without touching the network
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Each flag's environment variable, by clap argument id. This table is the single source: the
@@ -100,6 +105,38 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("termination_log", "WAIT_FOR_IDP_TERMINATION_LOG"),
     ("quiet", "WAIT_FOR_IDP_QUIET"),
 ];
+
+/// `WAIT_FOR_IDP_*` variables that no flag reads, each with the likely intended one. A typo in a
+/// Helm value would otherwise be ignored without a word.
+pub fn unknown_env_vars(names: impl Iterator<Item = String>) -> Vec<(String, Option<&'static str>)> {
+    names
+        .filter(|n| n.starts_with("WAIT_FOR_IDP_") && !ENV_VARS.iter().any(|(_, env)| env == n))
+        .map(|n| {
+            let closest = ENV_VARS
+                .iter()
+                .map(|(_, env)| (edit_distance(&n, env), *env))
+                .min()
+                .filter(|(d, _)| *d <= 3)
+                .map(|(_, env)| env);
+            (n, closest)
+        })
+        .collect()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
 
 /// The environment variable of a clap argument id.
 pub fn env_var(id: &str) -> &'static str {
@@ -141,13 +178,26 @@ mod tests {
         let cmd = command();
         for arg in cmd.get_arguments() {
             let id = arg.get_id().as_str();
-            if matches!(id, "help" | "version" | "once") {
+            if matches!(id, "help" | "version" | "once" | "dry_run") {
                 continue;
             }
             let env = env_var(id);
             let help = arg.get_help().unwrap().to_string();
             assert!(help.contains(env), "--{id} help does not name {env}");
         }
+    }
+
+    #[test]
+    fn unknown_variables_are_named_with_a_suggestion() {
+        let names = ["WAIT_FOR_IDP_TIMOUT", "WAIT_FOR_IDP_ISSUER", "HOME", "WAIT_FOR_IDP_COLOUR"];
+        let unknown = unknown_env_vars(names.iter().map(|s| s.to_string()));
+        assert_eq!(
+            unknown,
+            vec![
+                ("WAIT_FOR_IDP_TIMOUT".to_string(), Some("WAIT_FOR_IDP_TIMEOUT")),
+                ("WAIT_FOR_IDP_COLOUR".to_string(), None)
+            ]
+        );
     }
 
     #[test]

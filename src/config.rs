@@ -77,6 +77,7 @@ pub enum ConfigError {
     InvalidValue { source: Source, value: String, expected: &'static str },
     CaFile { source: Source, path: String, problem: CaFileProblem },
     Conflict(String),
+    UnknownVariable { name: String, suggestion: Option<&'static str> },
 }
 
 impl fmt::Display for ConfigError {
@@ -95,6 +96,10 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::CaFile { source, path, problem } => write!(f, "{source}: CA file '{path}' {problem}"),
             ConfigError::Conflict(msg) => write!(f, "{msg}"),
+            ConfigError::UnknownVariable { name, suggestion } => match suggestion {
+                Some(s) => write!(f, "{name} is not a variable wait-for-idp reads; did you mean {s}?"),
+                None => write!(f, "{name} is not a variable wait-for-idp reads; see --help for the list"),
+            },
         }
     }
 }
@@ -132,6 +137,8 @@ pub struct Config {
     pub once: bool,
     pub termination_log: Option<TerminationLog>,
     pub quiet: bool,
+    /// Only check the configuration.
+    pub dry_run: bool,
     /// Things worth a warning once logging is up (e.g. a plain-http URL).
     pub warnings: Vec<String>,
 }
@@ -383,6 +390,7 @@ impl Config {
             once: cli.once,
             termination_log,
             quiet: inputs.switch("quiet", cli.quiet)?,
+            dry_run: cli.dry_run,
             warnings,
         })
     }

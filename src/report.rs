@@ -134,6 +134,42 @@ pub fn not_ready_reason(verdict: Verdict, tally: &Tally, config: &Config) -> Str
     }
 }
 
+/// The effective settings, for `--dry-run`.
+pub fn settings_summary(config: &Config, proxies: &crate::proxy::ProxySettings) -> String {
+    let mut out = String::from("configuration is valid\n");
+    for t in &config.targets {
+        out.push_str(&format!("issuer          {}\n", redact_url(&t.issuer)));
+        out.push_str(&format!("  metadata      {}\n", redact_url(&t.discovery_url)));
+        if let Ok(parts) = crate::discovery::split_url(&t.discovery_url) {
+            let via = proxies.for_url(&parts).map_or("direct".to_string(), |p| format!("proxy {}", p.display));
+            out.push_str(&format!("  connect       {via}\n"));
+        }
+    }
+    let r = &config.rules;
+    out.push_str(&format!(
+        "rules           {}{}{}\n",
+        r.kind.as_str(),
+        if r.strict { ", strict" } else { "" },
+        if r.skip_issuer_check { ", issuer check skipped" } else { "" }
+    ));
+    out.push_str(&format!("extra CA certs  {}\n", config.extra_roots.len()));
+    out.push_str(&format!(
+        "timing          timeout {}, interval {}, attempt timeout {}, max attempts {}\n",
+        secs(config.timeout),
+        secs(config.interval),
+        secs(config.attempt_timeout),
+        config.max_attempts.map_or("unlimited".to_string(), |n| n.to_string())
+    ));
+    out.push_str(&format!(
+        "when not ready  {}\n",
+        if config.fail_closed { "fail closed (exit 1)" } else { "fail open (exit 0)" }
+    ));
+    for w in &config.warnings {
+        out.push_str(&format!("warning         {w}\n"));
+    }
+    out
+}
+
 /// The `--once` summary for stdout.
 pub fn once_summary(ready: &Ready) -> String {
     let d = &ready.document;

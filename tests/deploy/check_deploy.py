@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Validates everything under deploy/ the way a cluster would see it.
+
+1. Renders: plain manifests as they are, the kustomize example overlay (kubectl kustomize), and the
+   Helm values through a test chart that templates extraInitContainers as the oauth2-proxy chart does.
+2. Schema: every rendered document passes `kubernetes-validate --strict` for each version given.
+3. Policy: every container passes Pod Security "restricted" and carries resources and
+   terminationMessagePolicy: FallbackToLogsOnError.
+4. Interface: every wait-for-idp container's args and env (ConfigMaps resolved) are accepted by
+   the binary's own parsing (`--dry-run`), so a renamed flag or a typo in a variable fails here.
+
+Usage: check_deploy.py --bin PATH --kubectl PATH --helm PATH --ca PEM -k 1.25 -k 1.37
+Prints one line per check and a closing "deploy: N passed, M failed".
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+RESULTS = {"passed": 0, "failed": 0}
+
+
+def check(name, ok, detail=""):
+    RESULTS["passed" if ok else "failed"] += 1
+    print(f"{'ok  ' if ok else 'FAIL'} {name}" + (f"\n     {detail}" if detail and not ok else ""))
+
+
+def rendered(args):
+    """Yields (source name, list of documents)."""
+    for path in sorted((DEPLOY / "kubernetes").glob("*.yaml")):
+        yield path.relative_to(ROOT).as_posix(), list(yaml.safe_load_all(path.read_text()))
+    out = subprocess.run([args.kubectl, "kustomize", str(DEPLOY / "kustomize" / "example")],
+                         capture_output=True, text=True)
+    check("kustomize example renders", out.returncode == 0, out.stderr)
+    yield "kustomize example (rendered)", list(yaml.safe_load_all(out.stdout))
+    out = subprocess.run([args.helm, "template", "t", str(ROOT / "tests" / "deploy" / "chart"),
+                          "-f", str(DEPLOY / "helm" / "oauth2-proxy-values.yaml")],
+                         capture_output=True, text=True)
+    check("helm values render through the oauth2-proxy-shaped chart", out.returncode == 0, out.stderr)
+    yield "helm oauth2-proxy values (rendered)", list(yaml.safe_load_all(out.stdout))
+
+
+def pod_spec(doc):
+    kind = doc.get("kind")
+    if kind in ("Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet"):
+        return doc["spec"]["template"]["spec"]
+    if kind == "CronJob":
+        return doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    if kind == "Pod":
+        return doc["spec"]
+    return None
+
+
+def restricted_problems(pod, container):
+    """Pod Security Standards, profile restricted, plus our own operational rules."""
+    sc = container.get("securityContext") or {}
+    psc = pod.get("securityContext") or {}
+    problems = []
+    if not (sc.get("runAsNonRoot") or psc.get("runAsNonRoot")):
+        problems.append("runAsNonRoot")
+    if sc.get("runAsUser", psc.get("runAsUser", 1)) == 0:
+        problems.append("runAsUser 0")
+    if sc.get("allowPrivilegeEscalation") is not False:
+        problems.append("allowPrivilegeEscalation: false")
+    if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
+        problems.append("capabilities.drop: [ALL]")
+    if set((sc.get("capabilities") or {}).get("add") or []) - {"NET_BIND_SERVICE"}:
+        problems.append("capabilities.add beyond NET_BIND_SERVICE")
+    seccomp = (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
+    if seccomp not in ("RuntimeDefault", "Localhost"):
+        problems.append("seccompProfile RuntimeDefault")
+    if sc.get("privileged"):
+        problems.append("privileged")
+    if sc.get("readOnlyRootFilesystem") is not True:
+        problems.append("readOnlyRootFilesystem")
+    res = container.get("resources") or {}
+    if not res.get("requests") or not (res.get("limits") or {}).get("memory"):
+        problems.append("resources requests and a memory limit")
+    if container.get("terminationMessagePolicy") != "FallbackToLogsOnError":
+        problems.append("terminationMessagePolicy: FallbackToLogsOnError")
+    return problems
+
+
+def gate_invocation(container, configmaps, ca):
+    """The argv and environment the kubelet would give a wait-for-idp container."""
+    env = {}
+    for source in container.get("envFrom") or []:
+        ref = (source.get("configMapRef") or {}).get("name")
+        if ref is not None:
+            data = configmaps.get(ref)
+            if data is None:
+                return None, None, f"envFrom names ConfigMap {ref!r}, which the rendering does not contain"
+            env.update({(source.get("prefix") or "") + k: v for k, v in data.items()})
+    for item in container.get("env") or []:
+        if "value" in item:
+            env[item["name"]] = item["value"]
+        elif "valueFrom" in item:
+            env[item["name"]] = "placeholder-from-valueFrom"
+    argv = list(container.get("command") or []) + list(container.get("args") or [])
+    # Files that exist only in a pod (mounted CA bundles) are replaced by a real test CA.
+    argv = [a.split("=")[0] + "=" + ca if a.startswith("--ca-file=") else a for a in argv]
+    argv = [ca if prev == "--ca-file" else a for prev, a in zip([""] + argv, argv)]
+    for key in ("WAIT_FOR_IDP_CA_FILE", "OAUTH2_PROXY_PROVIDER_CA_FILES"):
+        if key in env:
+            env[key] = ca
+    for key in ("WAIT_FOR_IDP_TOKEN_FILE",):
+        if key in env:
+            env[key] = ca
+    argv = [ca if prev == "--token-file" else a for prev, a in zip([""] + argv, argv)]
+    argv = [a.split("=")[0] + "=" + ca if a.startswith("--token-file=") else a for a in argv]
+    return argv, env, None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", required=True)
+    parser.add_argument("--kubectl", required=True)
+    parser.add_argument("--helm", required=True)
+    parser.add_argument("--ca", required=True)
+    parser.add_argument("-k", dest="versions", action="append", required=True)
+    args = parser.parse_args()
+
+    gates = 0
+    for source, docs in rendered(args):
+        docs = [d for d in docs if d]
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            yaml.safe_dump_all(docs, f)
+            tmp = f.name
+        for version in args.versions:
+            out = subprocess.run(["kubernetes-validate", "--strict", "--quiet", "-k", version, tmp],
+                                 capture_output=True, text=True)
+            check(f"{source}: kubernetes-validate --strict -k {version}", out.returncode == 0,
+                  (out.stdout + out.stderr).strip())
+        os.unlink(tmp)
+        configmaps = {d["metadata"]["name"]: d.get("data") or {} for d in docs if d.get("kind") == "ConfigMap"}
+        for doc in docs:
+            pod = pod_spec(doc)
+            if pod is None:
+                continue
+            containers = (pod.get("initContainers") or []) + (pod.get("containers") or [])
+            for c in containers:
+                where = f"{source}: {doc['kind']}/{doc['metadata']['name']} container {c['name']}"
+                problems = restricted_problems(pod, c)
+                check(f"{where}: Pod Security restricted", not problems, "missing: " + ", ".join(problems))
+                if "wait-for-idp" not in c.get("image", ""):
+                    continue
+                gates += 1
+                argv, env, err = gate_invocation(c, configmaps, args.ca)
+                if err:
+                    check(f"{where}: settings resolve", False, err)
+                    continue
+                out = subprocess.run([args.bin, *argv, "--dry-run"], env=env, capture_output=True, text=True)
+                check(f"{where}: the binary accepts its flags and variables", out.returncode == 0,
+                      (out.stdout + out.stderr).strip())
+    check("every rendering contains a wait-for-idp container", gates >= 4, f"found {gates}")
+    print(f"\ndeploy: {RESULTS['passed']} passed, {RESULTS['failed']} failed")
+    return 1 if RESULTS["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
