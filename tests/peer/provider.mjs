@@ -1,0 +1,36 @@
+// A certified OpenID Provider (panva/oidc-provider) over HTTPS on loopback, for the peer tests.
+// Environment: PEER_ISSUER (exact issuer), PEER_PORT, PEER_CERT and PEER_KEY (PEM files),
+// PEER_DELAY_MS (wait before listening: a cold start). Prints "listening" once it serves.
+import { createServer } from 'node:https';
+import { readFileSync } from 'node:fs';
+import Provider from 'oidc-provider';
+
+const issuer = process.env.PEER_ISSUER;
+const port = Number(process.env.PEER_PORT);
+const delay = Number(process.env.PEER_DELAY_MS || 0);
+
+const provider = new Provider(issuer, {
+  clients: [{ client_id: 'gate-test', client_secret: 'not-a-secret', redirect_uris: ['https://app.test/cb'] }],
+});
+provider.on('server_error', (ctx, err) => console.error('server_error', err));
+
+// An issuer with a path (Keycloak style) is mounted under that path, as a reverse proxy would.
+const prefix = new URL(issuer).pathname.replace(/\/$/, '');
+const callback = provider.callback();
+const handler = (req, res) => {
+  if (prefix && !(req.url === prefix || req.url.startsWith(prefix + '/'))) {
+    res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not_found"}');
+    return;
+  }
+  req.originalUrl = req.url;
+  req.url = req.url.slice(prefix.length) || '/';
+  callback(req, res);
+};
+
+setTimeout(() => {
+  const server = createServer({ cert: readFileSync(process.env.PEER_CERT), key: readFileSync(process.env.PEER_KEY) }, handler);
+  // Bind loopback only: provider.listen() would bind every interface.
+  server.listen(port, '127.0.0.1', () => console.log('listening'));
+}, delay);
+
+process.on('SIGTERM', () => process.exit(0));
