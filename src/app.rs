@@ -6,9 +6,10 @@
 //! SIGTERM ends it at once even as PID 1 (where the kernel ignores signals without a handler).
 
 use crate::cli;
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, Output};
+use crate::redact::redact_url;
 use crate::http::HttpClient;
-use crate::probe::probe;
+use crate::probe::{Checks, probe};
 use crate::proxy::ProxySettings;
 use crate::report::{self, LineThrottle, OUTCOME};
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
@@ -63,6 +64,9 @@ pub fn main() -> i32 {
     for w in &config.warnings {
         log::warn!("{w}");
     }
+    for n in &config.notes {
+        log::info!("{n}");
+    }
     if config.rules.skip_issuer_check {
         log::warn!("--skip-issuer-check: a document announcing another issuer will be accepted");
     }
@@ -97,22 +101,27 @@ struct IssuerState {
 
 fn run(config: Config, proxies: ProxySettings, started: Instant, tx: Sender<Event>, rx: mpsc::Receiver<Event>) -> i32 {
     let config = Arc::new(config);
-    let client = Arc::new(HttpClient::new(&config.extra_roots, proxies));
+    let client = Arc::new(HttpClient::new(&config.extra_roots, proxies, config.connect_to.clone()));
+    let checks = Arc::new(Checks {
+        rules: config.rules,
+        check_jwks: config.check_jwks,
+        token_file: config.token_file.clone(),
+    });
     let deadline = started + config.timeout;
     for (index, target) in config.targets.iter().cloned().enumerate() {
-        let (config, client, tx) = (config.clone(), client.clone(), tx.clone());
+        let (config, client, checks, tx) = (config.clone(), client.clone(), checks.clone(), tx.clone());
         let schedule = Schedule {
             deadline,
             interval: config.interval,
             attempt_timeout: config.attempt_timeout,
             max_attempts: config.max_attempts,
-            successes: 1,
+            successes: config.successes,
         };
         std::thread::spawn(move || {
             let label = report::label(&config, &target.issuer);
             let mut throttle = LineThrottle::new(config.interval);
             let mut jitter = Jitter::from_entropy();
-            let mut attempt = |budget| probe(&client, &target, config.rules, budget);
+            let mut attempt = |budget| probe(&client, &target, &checks, budget);
             let mut observe = |r: &wait::AttemptReport<'_>, t: &Tally| {
                 report::log_attempt(&label, r, t, &mut throttle);
                 let _ = tx.send(Event::Progress(index, t.clone()));
@@ -160,16 +169,15 @@ fn finish(config: &Config, states: &[IssuerState], started: Instant) -> i32 {
                 for w in &ready.document.warnings {
                     log::warn!("{}{w}", report::label(config, &target.issuer));
                 }
-                if config.once {
+                if config.once && config.output == Output::Text {
                     print!("{}", report::once_summary(ready));
                 }
             }
         }
-        let issuers: Vec<String> = config.targets.iter().map(|t| crate::redact::redact_url(&t.issuer)).collect();
+        let issuers: Vec<String> = config.targets.iter().map(|t| redact_url(&t.issuer)).collect();
         let line = format!("ready: {} after {attempts} attempt(s) in {elapsed}", issuers.join(", "));
         log::info!(target: OUTCOME, "{line}");
-        report::write_termination_log(config, &line);
-        return EXIT_READY;
+        return conclude(config, states, started, &line, "ready", EXIT_READY);
     }
 
     let mut reasons = Vec::new();
@@ -192,21 +200,19 @@ fn finish(config: &Config, states: &[IssuerState], started: Instant) -> i32 {
             );
         }
         let class = state.tally.last_failure.as_ref().map_or("none", |f| f.class.as_str());
-        reasons.push(format!("{} ({reason}; last failure: {class})", crate::redact::redact_url(&target.issuer)));
+        reasons.push(format!("{} ({reason}; last failure: {class})", redact_url(&target.issuer)));
     }
     let summary = format!("{} after {attempts} attempt(s) in {elapsed}", reasons.join(", "));
     if config.fail_closed {
         let line = format!("not ready: {summary}; failing closed (exit 1)");
         log::error!(target: OUTCOME, "{line}");
-        report::write_termination_log(config, &line);
-        EXIT_NOT_READY
+        conclude(config, states, started, &line, "not-ready", EXIT_NOT_READY)
     } else {
         let line = format!(
             "failing open: not ready: {summary}; starting the workload anyway, as without the gate (exit 0)"
         );
         log::warn!(target: OUTCOME, "{line}");
-        report::write_termination_log(config, &line);
-        EXIT_READY
+        conclude(config, states, started, &line, "failed-open", EXIT_READY)
     }
 }
 
@@ -218,6 +224,20 @@ fn interrupted(config: &Config, states: &[IssuerState], sig: i32, started: Insta
         report::secs(started.elapsed())
     );
     log::warn!(target: OUTCOME, "{line}");
-    report::write_termination_log(config, &line);
-    128 + sig
+    conclude(config, states, started, &line, "interrupted", 128 + sig)
+}
+
+/// The termination message, and the JSON summary when asked for; returns the exit code.
+fn conclude(config: &Config, states: &[IssuerState], started: Instant, line: &str, outcome: &str, code: i32) -> i32 {
+    report::write_termination_log(config, line);
+    if config.output == Output::Json {
+        let issuers: Vec<report::IssuerResult<'_>> = config
+            .targets
+            .iter()
+            .zip(states)
+            .map(|(target, s)| report::IssuerResult { target, verdict: s.verdict, tally: &s.tally })
+            .collect();
+        println!("{}", report::json_summary(outcome, code, started.elapsed(), &issuers));
+    }
+    code
 }

@@ -78,6 +78,30 @@ pub struct Cli {
     #[arg(long, value_name = "PATH")]
     pub termination_log: Option<String>,
 
+    /// Connect to CONNECT_HOST:CONNECT_PORT when the URL names HOST:PORT, keeping HOST for TLS
+    /// (SNI, certificate check) and the Host header, as curl's --connect-to. An empty field
+    /// matches any / keeps the original. Repeatable (env: comma-separated)
+    #[arg(long, value_name = "HOST:PORT:CONNECT_HOST:CONNECT_PORT")]
+    pub connect_to: Vec<String>,
+
+    /// Send "Authorization: Bearer" with this file's content (re-read every attempt) to the
+    /// discovery URL's origin only, e.g. a service-account token for the API server's issuer
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<String>,
+
+    /// Also fetch jwks_uri and require a key usable for the advertised signing algorithms
+    #[arg(long)]
+    pub check_jwks: bool,
+
+    /// Consecutive passing attempts required, for providers that flap during a rolling restart
+    /// [default: 1]
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
+    pub successes: Option<String>,
+
+    /// Final summary format: text (log lines only) or json (one JSON object on stdout) [default: text]
+    #[arg(long, value_name = "text|json")]
+    pub output: Option<String>,
+
     /// Log only the final line
     #[arg(short, long)]
     pub quiet: bool,
@@ -103,8 +127,26 @@ pub const ENV_VARS: &[(&str, &str)] = &[
     ("max_attempts", "WAIT_FOR_IDP_MAX_ATTEMPTS"),
     ("fail_closed", "WAIT_FOR_IDP_FAIL_CLOSED"),
     ("termination_log", "WAIT_FOR_IDP_TERMINATION_LOG"),
+    ("connect_to", "WAIT_FOR_IDP_CONNECT_TO"),
+    ("token_file", "WAIT_FOR_IDP_TOKEN_FILE"),
+    ("check_jwks", "WAIT_FOR_IDP_CHECK_JWKS"),
+    ("successes", "WAIT_FOR_IDP_SUCCESSES"),
+    ("output", "WAIT_FOR_IDP_OUTPUT"),
     ("quiet", "WAIT_FOR_IDP_QUIET"),
 ];
+
+/// oauth2-proxy's variables, read when the flag and its `WAIT_FOR_IDP_*` variable are both
+/// absent, so that one `envFrom` can configure the proxy and its gate.
+pub const FALLBACK_ENV_VARS: &[(&str, &str)] = &[
+    ("issuer", "OAUTH2_PROXY_OIDC_ISSUER_URL"),
+    ("ca_file", "OAUTH2_PROXY_PROVIDER_CA_FILES"),
+    ("skip_issuer_check", "OAUTH2_PROXY_INSECURE_OIDC_SKIP_ISSUER_VERIFICATION"),
+];
+
+/// The oauth2-proxy fallback variable of a clap argument id, if it has one.
+pub fn fallback_env_var(id: &str) -> Option<&'static str> {
+    FALLBACK_ENV_VARS.iter().find(|(arg, _)| *arg == id).map(|(_, env)| *env)
+}
 
 /// `WAIT_FOR_IDP_*` variables that no flag reads, each with the likely intended one. A typo in a
 /// Helm value would otherwise be ignored without a word.
@@ -153,7 +195,10 @@ pub fn command() -> clap::Command {
     for (id, env) in ENV_VARS {
         cmd = cmd.mut_arg(*id, |arg| {
             let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
-            arg.help(format!("{help} [env: {env}]"))
+            match fallback_env_var(id) {
+                Some(fallback) => arg.help(format!("{help} [env: {env}, else {fallback}]")),
+                None => arg.help(format!("{help} [env: {env}]")),
+            }
         });
     }
     cmd

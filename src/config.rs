@@ -6,6 +6,7 @@
 //! and what would be right, and the process exits 2.
 
 use crate::cli::{self, Cli};
+use crate::connect_to::ConnectTo;
 use crate::discovery::{self, MetadataKind, Rules, UrlProblem};
 use crate::redact::redact_url;
 use rustls::pki_types::CertificateDer;
@@ -75,7 +76,9 @@ pub enum ConfigError {
     MissingIssuer { empty_env: bool },
     InvalidUrl { source: Source, value: String, problem: UrlProblem },
     InvalidValue { source: Source, value: String, expected: &'static str },
+    Invalid { source: Source, value: String, why: String },
     CaFile { source: Source, path: String, problem: CaFileProblem },
+    TokenFile { source: Source, path: String, problem: String },
     Conflict(String),
     UnknownVariable { name: String, suggestion: Option<&'static str> },
 }
@@ -85,7 +88,7 @@ impl fmt::Display for ConfigError {
         match self {
             ConfigError::MissingIssuer { empty_env } => write!(
                 f,
-                "no issuer given: pass --issuer https://sso.example.com/realms/NAME or set WAIT_FOR_IDP_ISSUER{}",
+                "no issuer given: pass --issuer https://sso.example.com/realms/NAME or set WAIT_FOR_IDP_ISSUER (or oauth2-proxy's OAUTH2_PROXY_OIDC_ISSUER_URL){}",
                 if *empty_env { " (it is set but empty)" } else { "" }
             ),
             ConfigError::InvalidUrl { source, value, problem } => {
@@ -94,7 +97,9 @@ impl fmt::Display for ConfigError {
             ConfigError::InvalidValue { source, value, expected } => {
                 write!(f, "{source}: '{value}' is not valid; expected {expected}")
             }
+            ConfigError::Invalid { source, value, why } => write!(f, "{source}: '{value}' {why}"),
             ConfigError::CaFile { source, path, problem } => write!(f, "{source}: CA file '{path}' {problem}"),
+            ConfigError::TokenFile { source, path, problem } => write!(f, "{source}: token file '{path}' {problem}"),
             ConfigError::Conflict(msg) => write!(f, "{msg}"),
             ConfigError::UnknownVariable { name, suggestion } => match suggestion {
                 Some(s) => write!(f, "{name} is not a variable wait-for-idp reads; did you mean {s}?"),
@@ -122,6 +127,15 @@ pub struct TerminationLog {
     pub create: bool,
 }
 
+/// How the final summary is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Log lines on stderr only.
+    Text,
+    /// Also one JSON object on stdout.
+    Json,
+}
+
 /// Validated settings.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -133,6 +147,12 @@ pub struct Config {
     pub interval: Duration,
     pub attempt_timeout: Duration,
     pub max_attempts: Option<u32>,
+    /// Consecutive passing attempts required.
+    pub successes: u32,
+    pub connect_to: Vec<ConnectTo>,
+    pub token_file: Option<PathBuf>,
+    pub check_jwks: bool,
+    pub output: Output,
     pub fail_closed: bool,
     pub once: bool,
     pub termination_log: Option<TerminationLog>,
@@ -141,6 +161,8 @@ pub struct Config {
     pub dry_run: bool,
     /// Things worth a warning once logging is up (e.g. a plain-http URL).
     pub warnings: Vec<String>,
+    /// Things worth saying once logging is up (e.g. a setting read from oauth2-proxy's variables).
+    pub notes: Vec<String>,
 }
 
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -157,12 +179,15 @@ struct Inputs<'a> {
 }
 
 impl Inputs<'_> {
-    /// The environment value of a flag's variable, if set and not empty.
+    /// The environment value of a flag's variable, if set and not empty; else its oauth2-proxy
+    /// fallback variable, if it has one.
     fn env(&self, id: &'static str) -> Option<Raw> {
-        let name = cli::env_var(id);
-        (self.env)(name)
-            .filter(|v| !v.is_empty())
-            .map(|value| Raw { value, source: Source::Env(name) })
+        let read = |name: &'static str| {
+            (self.env)(name)
+                .filter(|v| !v.is_empty())
+                .map(|value| Raw { value, source: Source::Env(name) })
+        };
+        read(cli::env_var(id)).or_else(|| cli::fallback_env_var(id).and_then(read))
     }
 
     fn single(&self, id: &'static str, flag: &Option<String>) -> Option<Raw> {
@@ -231,6 +256,19 @@ fn parse_duration(raw: Option<Raw>, default: Duration) -> Result<Duration, Confi
         return Err(invalid("a duration of at most 366 days"));
     }
     Ok(d)
+}
+
+/// Reads a token file now, so a wrong path is a configuration error rather than a wait.
+pub fn read_token(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot be read ({e})"))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err("is empty".into());
+    }
+    if token.chars().any(|c| c.is_control() || c == ' ') {
+        return Err("holds spaces or control characters; it must hold one bearer token".into());
+    }
+    Ok(token.to_string())
 }
 
 fn parse_count(raw: Option<Raw>) -> Result<Option<u32>, ConfigError> {
@@ -372,6 +410,66 @@ impl Config {
         }
         let max_attempts = if cli.once { Some(1) } else { parse_count(max_attempts_raw)? };
         let fail_closed = cli.once || inputs.switch("fail_closed", cli.fail_closed)?;
+        let successes_raw = inputs.single("successes", &cli.successes);
+        let successes = parse_count(successes_raw.clone())?.unwrap_or(1);
+        if cli.once && successes > 1 {
+            return Err(ConfigError::Conflict(format!(
+                "--once makes exactly one attempt, so it cannot see {successes} consecutive successes; drop {}",
+                successes_raw.map_or(Source::Flag("successes"), |r| r.source)
+            )));
+        }
+        if let Some(max) = max_attempts {
+            if successes > max {
+                return Err(ConfigError::Conflict(format!(
+                    "--successes {successes} can never be reached within --max-attempts {max}"
+                )));
+            }
+        }
+
+        let mut connect_to = Vec::new();
+        for raw in inputs.list("connect_to", &cli.connect_to) {
+            connect_to.push(ConnectTo::parse(&raw.value).map_err(|why| ConfigError::Invalid {
+                source: raw.source,
+                value: raw.value.clone(),
+                why,
+            })?);
+        }
+
+        let token_file = match inputs.single("token_file", &cli.token_file) {
+            None => None,
+            Some(raw) => {
+                let path = PathBuf::from(&raw.value);
+                read_token(&path).map_err(|problem| ConfigError::TokenFile {
+                    source: raw.source,
+                    path: raw.value.clone(),
+                    problem,
+                })?;
+                Some(path)
+            }
+        };
+        let check_jwks = inputs.switch("check_jwks", cli.check_jwks)?;
+        let output = match inputs.single("output", &cli.output) {
+            None => Output::Text,
+            Some(raw) => match raw.value.trim() {
+                "text" => Output::Text,
+                "json" => Output::Json,
+                _ => {
+                    return Err(ConfigError::InvalidValue {
+                        source: raw.source,
+                        value: raw.value.clone(),
+                        expected: "text or json",
+                    });
+                }
+            },
+        };
+        let mut notes = Vec::new();
+        for raw in issuers.iter().take(1) {
+            if let Source::Env(name) = raw.source {
+                if name.starts_with("OAUTH2_PROXY_") {
+                    notes.push(format!("issuer read from {name} (oauth2-proxy's variable)"));
+                }
+            }
+        }
 
         let termination_log = match inputs.single("termination_log", &cli.termination_log) {
             Some(raw) => Some(TerminationLog { path: PathBuf::from(raw.value), create: true }),
@@ -386,12 +484,18 @@ impl Config {
             interval,
             attempt_timeout,
             max_attempts,
+            successes,
+            connect_to,
+            token_file,
+            check_jwks,
+            output,
             fail_closed,
             once: cli.once,
             termination_log,
             quiet: inputs.switch("quiet", cli.quiet)?,
             dry_run: cli.dry_run,
             warnings,
+            notes,
         })
     }
 }
@@ -467,6 +571,39 @@ mod tests {
         assert!(e.contains("--ca-file: CA file '/nonexistent/ca.pem' cannot be read"), "{e}");
         let e = err(&["--issuer", "https://h", "--timeout", "1000y"], &[]);
         assert!(e.contains("366 days"), "{e}");
+    }
+
+    #[test]
+    fn oauth2_proxy_variables_are_the_fallback() {
+        let env = [
+            ("OAUTH2_PROXY_OIDC_ISSUER_URL", "https://sso.example.com/realms/x"),
+            ("OAUTH2_PROXY_INSECURE_OIDC_SKIP_ISSUER_VERIFICATION", "true"),
+        ];
+        let c = build(&[], &env).unwrap();
+        assert_eq!(c.targets[0].issuer, "https://sso.example.com/realms/x");
+        assert!(c.rules.skip_issuer_check);
+        assert!(c.notes[0].contains("OAUTH2_PROXY_OIDC_ISSUER_URL"));
+        let c = build(&[], &[("WAIT_FOR_IDP_ISSUER", "https://a.example"), env[0]]).unwrap();
+        assert_eq!(c.targets[0].issuer, "https://a.example", "our own variable wins");
+        let e = err(&[], &[("OAUTH2_PROXY_PROVIDER_CA_FILES", "/nonexistent.pem"), env[0]]);
+        assert!(e.starts_with("OAUTH2_PROXY_PROVIDER_CA_FILES: CA file '/nonexistent.pem'"), "{e}");
+    }
+
+    #[test]
+    fn issue_5_settings() {
+        let c = build(&["--issuer", "https://h", "--connect-to", "h:443:127.0.0.1:8443", "--successes", "3"], &[]).unwrap();
+        assert_eq!(c.connect_to.len(), 1);
+        assert_eq!(c.successes, 3);
+        let e = err(&["--issuer", "https://h", "--connect-to", "h:443"], &[]);
+        assert!(e.starts_with("--connect-to: 'h:443' expected HOST:PORT"), "{e}");
+        let e = err(&["--issuer", "https://h", "--once", "--successes", "2"], &[]);
+        assert!(e.contains("--once"), "{e}");
+        let e = err(&["--issuer", "https://h", "--max-attempts", "2", "--successes", "3"], &[]);
+        assert!(e.contains("never be reached"), "{e}");
+        let e = err(&["--issuer", "https://h", "--token-file", "/nonexistent/token"], &[]);
+        assert!(e.starts_with("--token-file: token file '/nonexistent/token' cannot be read"), "{e}");
+        let e = err(&["--issuer", "https://h"], &[("WAIT_FOR_IDP_OUTPUT", "yaml")]);
+        assert!(e.contains("text or json"), "{e}");
     }
 
     #[test]

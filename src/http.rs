@@ -5,6 +5,7 @@
 //! are followed by hand so that they stay on the origin the user configured (a bearer token is
 //! never carried elsewhere) and never downgrade to plain http.
 
+use crate::connect_to::ConnectTo;
 use crate::discovery::split_url;
 use crate::proxy::ProxySettings;
 use crate::redact::redact_url;
@@ -76,23 +77,39 @@ impl fmt::Display for DnsFailure {
 
 impl std::error::Error for DnsFailure {}
 
-/// The system resolver, with failures tagged as DNS failures.
+/// The system resolver, applying `--connect-to` rules first, with failures tagged as DNS
+/// failures. Only the address changes: the URL, and so SNI, the certificate check and the Host
+/// header, keep the original name.
 #[derive(Debug, Default)]
-struct TaggingResolver {
+struct GateResolver {
     inner: DefaultResolver,
+    connect_to: Vec<ConnectTo>,
 }
 
-impl Resolver for TaggingResolver {
+impl Resolver for GateResolver {
     fn resolve(
         &self,
         uri: &ureq::http::Uri,
         config: &ureq::config::Config,
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-        self.inner.resolve(uri, config, timeout).map_err(|e| match e {
+        let host = uri.host().unwrap_or("?");
+        let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("http") { 80 } else { 443 });
+        let rewritten = self.connect_to.iter().find_map(|rule| rule.redirect(host, port));
+        let (target, via) = match &rewritten {
+            Some((to_host, to_port)) => {
+                let scheme = uri.scheme_str().unwrap_or("https");
+                let target: ureq::http::Uri = format!("{scheme}://{to_host}:{to_port}/")
+                    .parse()
+                    .map_err(|_| dns_error(format!("--connect-to target {to_host}:{to_port} is not usable")))?;
+                (target, format!(" (via --connect-to {to_host}:{to_port})"))
+            }
+            None => (uri.clone(), String::new()),
+        };
+        self.inner.resolve(&target, config, timeout).map_err(|e| match e {
             ureq::Error::Timeout(_) => e,
-            ureq::Error::HostNotFound => dns_error(format!("{} has no address", uri.host().unwrap_or("?"))),
-            other => dns_error(format!("{}: {}", uri.host().unwrap_or("?"), io_detail(&other))),
+            ureq::Error::HostNotFound => dns_error(format!("{} has no address{via}", target.host().unwrap_or("?"))),
+            other => dns_error(format!("{}: {}{via}", target.host().unwrap_or("?"), io_detail(&other))),
         })
     }
 }
@@ -116,7 +133,7 @@ pub struct HttpClient {
 }
 
 impl HttpClient {
-    pub fn new(extra_roots: &[CertificateDer<'static>], proxies: ProxySettings) -> HttpClient {
+    pub fn new(extra_roots: &[CertificateDer<'static>], proxies: ProxySettings, connect_to: Vec<ConnectTo>) -> HttpClient {
         let config = Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -130,7 +147,8 @@ impl HttpClient {
             .chain(ConnectProxyConnector::default())
             .chain(TcpConnector::default())
             .chain(TlsConnector::new(client_config(extra_roots)));
-        HttpClient { agent: Agent::with_parts(config, connector, TaggingResolver::default()), proxies }
+        let resolver = GateResolver { inner: DefaultResolver::default(), connect_to };
+        HttpClient { agent: Agent::with_parts(config, connector, resolver), proxies }
     }
 
     /// GETs `url` within `budget`, following same-origin redirects. `headers` go to every hop

@@ -9,8 +9,10 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod connect_to;
 pub mod discovery;
 pub mod http;
+pub mod jwks;
 pub mod probe;
 pub mod proxy;
 pub mod redact;

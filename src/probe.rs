@@ -1,13 +1,15 @@
 //! One attempt: fetch the metadata, judge it, and say in one typed failure class what stood in
 //! the way. The classes are what an operator greps for, so their names are part of the interface.
 
-use crate::config::Target;
-use crate::discovery::{self, Document, DocumentProblem, Rules};
+use crate::config::{Target, read_token};
+use crate::discovery::{self, Document, DocumentProblem, Rules, split_url};
 use crate::http::{FetchError, Fetched, HttpClient};
+use crate::jwks::validate_jwks;
 use crate::redact::redact_url;
 use rustls::CertificateError;
 use std::fmt;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// Why an attempt did not pass. Ordered as a request progresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -21,6 +23,8 @@ pub enum FailureClass {
     Json,
     IssuerMismatch,
     MissingField,
+    Jwks,
+    Token,
 }
 
 impl FailureClass {
@@ -35,6 +39,8 @@ impl FailureClass {
             FailureClass::Json => "json",
             FailureClass::IssuerMismatch => "issuer-mismatch",
             FailureClass::MissingField => "missing-field",
+            FailureClass::Jwks => "jwks",
+            FailureClass::Token => "token",
         }
     }
 }
@@ -67,14 +73,76 @@ pub struct Ready {
     pub document: Document,
     /// Where the document was finally served from.
     pub url: String,
+    /// Keys with a `kty` in the JWK Set, when `--check-jwks` fetched it.
+    pub jwks_keys: Option<usize>,
+}
+
+/// What one attempt checks, beyond fetching.
+#[derive(Clone, Debug)]
+pub struct Checks {
+    pub rules: Rules,
+    pub check_jwks: bool,
+    /// Re-read on every attempt: projected service-account tokens rotate.
+    pub token_file: Option<PathBuf>,
 }
 
 /// Runs one attempt against `target` within `budget`.
-pub fn probe(client: &HttpClient, target: &Target, rules: Rules, budget: Duration) -> Result<Ready, Failure> {
+pub fn probe(client: &HttpClient, target: &Target, checks: &Checks, budget: Duration) -> Result<Ready, Failure> {
+    let started = Instant::now();
+    let token = match &checks.token_file {
+        None => None,
+        Some(path) => Some(
+            read_token(path)
+                .map_err(|why| Failure::new(FailureClass::Token, format!("token file {} {why}", path.display())))?,
+        ),
+    };
+    // The bearer token goes to the configured discovery origin only: never to a JWKS host
+    // elsewhere (redirects never leave the origin either).
+    let discovery_origin = split_url(&target.discovery_url).map(|p| p.origin()).ok();
+    let headers_for = |url: &str| -> Vec<(&'static str, String)> {
+        match &token {
+            Some(t) if split_url(url).map(|p| p.origin()).ok() == discovery_origin => {
+                vec![("authorization", format!("Bearer {t}"))]
+            }
+            _ => Vec::new(),
+        }
+    };
     let fetched = client
-        .get(&target.discovery_url, budget, &[])
+        .get(&target.discovery_url, budget, &headers_for(&target.discovery_url))
         .map_err(fetch_failure)?;
-    judge(&fetched, &target.issuer, rules)
+    let mut ready = judge(&fetched, &target.issuer, checks.rules)?;
+    if checks.check_jwks {
+        let left = budget.saturating_sub(started.elapsed());
+        ready.jwks_keys = Some(check_jwks(client, &ready.document, left, &headers_for)?);
+    }
+    Ok(ready)
+}
+
+/// Fetches `jwks_uri` under the same TLS rules and requires a usable key. Every failure here is
+/// class `jwks`, with the transport's class in the detail.
+fn check_jwks(
+    client: &HttpClient,
+    document: &Document,
+    budget: Duration,
+    headers_for: &dyn Fn(&str) -> Vec<(&'static str, String)>,
+) -> Result<usize, Failure> {
+    let jwks = |detail: String| Failure::new(FailureClass::Jwks, detail);
+    let Some(uri) = &document.jwks_uri else {
+        return Err(jwks("the document has no jwks_uri to check".into()));
+    };
+    if let Err(p) = split_url(uri) {
+        return Err(jwks(format!("jwks_uri {:?} {p}", redact_url(uri))));
+    }
+    let fetched = client.get(uri, budget, &headers_for(uri)).map_err(|e| {
+        let f = fetch_failure(e);
+        jwks(format!("{}: {}", f.class, f.detail))
+    })?;
+    if fetched.status != 200 {
+        let hint = if fetched.status >= 500 { " (Dex answers 500 until its first signing key exists)" } else { "" };
+        return Err(jwks(format!("{}{hint}", status_detail(&fetched))));
+    }
+    validate_jwks(&fetched.body, &document.id_token_signing_alg_values_supported)
+        .map_err(|p| jwks(format!("{p} (from {})", redact_url(uri))))
 }
 
 /// Judges a complete response.
@@ -83,7 +151,7 @@ pub fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<Ready, Fai
         return Err(Failure::new(FailureClass::HttpStatus, status_detail(fetched)));
     }
     match discovery::validate_document(&fetched.body, issuer, rules) {
-        Ok(document) => Ok(Ready { document, url: fetched.url.clone() }),
+        Ok(document) => Ok(Ready { document, url: fetched.url.clone(), jwks_keys: None }),
         Err(problem) => {
             let class = match &problem {
                 DocumentProblem::NotUtf8 { .. } => FailureClass::Body,

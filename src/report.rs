@@ -170,6 +170,60 @@ pub fn settings_summary(config: &Config, proxies: &crate::proxy::ProxySettings) 
     out
 }
 
+/// One issuer's result, for the JSON summary.
+pub struct IssuerResult<'a> {
+    pub target: &'a crate::config::Target,
+    /// `None`: still waiting when the process ended (deadline or signal).
+    pub verdict: Option<Verdict>,
+    pub tally: &'a Tally,
+}
+
+/// The `--output json` summary: one object, documented in the README.
+pub fn json_summary(outcome: &str, exit_code: i32, elapsed: Duration, issuers: &[IssuerResult<'_>]) -> String {
+    use serde_json::{Value, json};
+    let issuers: Vec<Value> = issuers
+        .iter()
+        .map(|r| {
+            let ready = r.verdict == Some(Verdict::Ready);
+            let endpoints = r.tally.last_ready.as_ref().filter(|_| ready).map(|rd| {
+                let d = &rd.document;
+                json!({
+                    "authorization_endpoint": d.authorization_endpoint,
+                    "token_endpoint": d.token_endpoint,
+                    "jwks_uri": d.jwks_uri,
+                    "userinfo_endpoint": d.userinfo_endpoint,
+                })
+            });
+            let failures: serde_json::Map<String, Value> =
+                r.tally.failures.iter().map(|(c, n)| (c.as_str().to_string(), json!(n))).collect();
+            json!({
+                "issuer": redact_url(&r.target.issuer),
+                "discovery_url": redact_url(&r.target.discovery_url),
+                "ready": ready,
+                "verdict": match r.verdict {
+                    Some(Verdict::Ready) => "ready",
+                    Some(Verdict::DeadlineReached) | None => "deadline-reached",
+                    Some(Verdict::AttemptsExhausted) => "attempts-exhausted",
+                },
+                "attempts": r.tally.attempts,
+                "failures": failures,
+                "last_failure": r.tally.last_failure.as_ref().map(|f| json!({"class": f.class.as_str(), "message": f.detail})),
+                "endpoints": endpoints,
+                "jwks_keys": r.tally.last_ready.as_ref().filter(|_| ready).and_then(|rd| rd.jwks_keys),
+                "warnings": r.tally.last_ready.as_ref().filter(|_| ready).map_or(Vec::new(), |rd| rd.document.warnings.clone()),
+            })
+        })
+        .collect();
+    json!({
+        "outcome": outcome,
+        "exit_code": exit_code,
+        "attempts": issuers.iter().map(|i| i["attempts"].as_u64().unwrap_or(0)).sum::<u64>(),
+        "elapsed_ms": elapsed.as_millis() as u64,
+        "issuers": issuers,
+    })
+    .to_string()
+}
+
 /// The `--once` summary for stdout.
 pub fn once_summary(ready: &Ready) -> String {
     let d = &ready.document;

@@ -205,7 +205,11 @@ mod tests {
     }
 
     fn ready() -> Ready {
-        Ready { document: Document { issuer: "https://h".into(), ..Document::default() }, url: "https://h".into() }
+        Ready {
+            document: Document { issuer: "https://h".into(), ..Document::default() },
+            url: "https://h".into(),
+            jwks_keys: None,
+        }
     }
 
     fn schedule(time: &FakeTime, timeout_ms: u64) -> Schedule {

@@ -9,7 +9,7 @@
 4. Interface: every wait-for-idp container's args and env (ConfigMaps resolved) are accepted by
    the binary's own parsing (`--dry-run`), so a renamed flag or a typo in a variable fails here.
 
-Usage: check_deploy.py --bin PATH --kubectl PATH --helm PATH --ca PEM -k 1.25 -k 1.37
+Usage: check_deploy.py --bin PATH --kubectl PATH --helm PATH --ca PEM --token FILE -k 1.25 -k 1.37
 Prints one line per check and a closing "deploy: N passed, M failed".
 """
 
@@ -88,7 +88,7 @@ def restricted_problems(pod, container):
     return problems
 
 
-def gate_invocation(container, configmaps, ca):
+def gate_invocation(container, configmaps, ca, token):
     """The argv and environment the kubelet would give a wait-for-idp container."""
     env = {}
     for source in container.get("envFrom") or []:
@@ -110,11 +110,10 @@ def gate_invocation(container, configmaps, ca):
     for key in ("WAIT_FOR_IDP_CA_FILE", "OAUTH2_PROXY_PROVIDER_CA_FILES"):
         if key in env:
             env[key] = ca
-    for key in ("WAIT_FOR_IDP_TOKEN_FILE",):
-        if key in env:
-            env[key] = ca
-    argv = [ca if prev == "--token-file" else a for prev, a in zip([""] + argv, argv)]
-    argv = [a.split("=")[0] + "=" + ca if a.startswith("--token-file=") else a for a in argv]
+    if "WAIT_FOR_IDP_TOKEN_FILE" in env:
+        env["WAIT_FOR_IDP_TOKEN_FILE"] = token
+    argv = [token if prev == "--token-file" else a for prev, a in zip([""] + argv, argv)]
+    argv = [a.split("=")[0] + "=" + token if a.startswith("--token-file=") else a for a in argv]
     return argv, env, None
 
 
@@ -124,6 +123,7 @@ def main():
     parser.add_argument("--kubectl", required=True)
     parser.add_argument("--helm", required=True)
     parser.add_argument("--ca", required=True)
+    parser.add_argument("--token", required=True, help="a file with a dummy bearer token")
     parser.add_argument("-k", dest="versions", action="append", required=True)
     args = parser.parse_args()
 
@@ -152,14 +152,14 @@ def main():
                 if "wait-for-idp" not in c.get("image", ""):
                     continue
                 gates += 1
-                argv, env, err = gate_invocation(c, configmaps, args.ca)
+                argv, env, err = gate_invocation(c, configmaps, args.ca, args.token)
                 if err:
                     check(f"{where}: settings resolve", False, err)
                     continue
                 out = subprocess.run([args.bin, *argv, "--dry-run"], env=env, capture_output=True, text=True)
                 check(f"{where}: the binary accepts its flags and variables", out.returncode == 0,
                       (out.stdout + out.stderr).strip())
-    check("every rendering contains a wait-for-idp container", gates >= 4, f"found {gates}")
+    check("every rendering contains a wait-for-idp container", gates >= 5, f"found {gates}")
     print(f"\ndeploy: {RESULTS['passed']} passed, {RESULTS['failed']} failed")
     return 1 if RESULTS["failed"] else 0
 

@@ -1,0 +1,121 @@
+//! `--connect-to HOST:PORT:CONNECT_HOST:CONNECT_PORT`, with curl's semantics: a request for
+//! HOST:PORT opens its TCP connection to CONNECT_HOST:CONNECT_PORT instead, while TLS (SNI and
+//! the certificate check) and the Host header keep HOST. For pods that must reach the provider
+//! through its in-cluster Service but validate it under its public name.
+
+use std::fmt;
+
+/// One rule. `None` fields match anything (HOST, PORT) or keep the original (CONNECT_*).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectTo {
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub to_host: Option<String>,
+    pub to_port: Option<u16>,
+}
+
+impl fmt::Display for ConnectTo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let o = |h: &Option<String>| h.clone().unwrap_or_default();
+        let p = |p: &Option<u16>| p.map(|p| p.to_string()).unwrap_or_default();
+        write!(f, "{}:{}:{}:{}", o(&self.host), p(&self.port), o(&self.to_host), p(&self.to_port))
+    }
+}
+
+/// Splits on `:` outside `[...]`.
+fn fields(raw: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in raw.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ':' if depth == 0 => {
+                out.push(&raw[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&raw[start..]);
+    out
+}
+
+fn host(field: &str) -> Result<Option<String>, String> {
+    if field.is_empty() {
+        return Ok(None);
+    }
+    let bare = field.strip_prefix('[').and_then(|f| f.strip_suffix(']')).unwrap_or(field);
+    let ok = !bare.is_empty()
+        && if field.starts_with('[') {
+            bare.parse::<std::net::Ipv6Addr>().is_ok()
+        } else {
+            bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_')
+        };
+    if !ok {
+        return Err(format!("'{field}' is not a host name or address (IPv6 goes in brackets: [::1])"));
+    }
+    Ok(Some(field.to_ascii_lowercase()))
+}
+
+fn port(field: &str) -> Result<Option<u16>, String> {
+    if field.is_empty() {
+        return Ok(None);
+    }
+    match field.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(Some(p)),
+        _ => Err(format!("'{field}' is not a port (1-65535)")),
+    }
+}
+
+impl ConnectTo {
+    pub fn parse(raw: &str) -> Result<ConnectTo, String> {
+        let f = fields(raw.trim());
+        if f.len() != 4 {
+            return Err("expected HOST:PORT:CONNECT_HOST:CONNECT_PORT, e.g. sso.example.com:443:keycloak.sso.svc:8443".into());
+        }
+        let rule = ConnectTo { host: host(f[0])?, port: port(f[1])?, to_host: host(f[2])?, to_port: port(f[3])? };
+        if rule.to_host.is_none() && rule.to_port.is_none() {
+            return Err("names neither a CONNECT_HOST nor a CONNECT_PORT, so it would change nothing".into());
+        }
+        Ok(rule)
+    }
+
+    /// Where to connect for `host:port`, if this rule applies. `host` as in the URL (IPv6 in
+    /// brackets).
+    pub fn redirect(&self, host: &str, port: u16) -> Option<(String, u16)> {
+        let host_matches = self.host.as_deref().is_none_or(|h| h.eq_ignore_ascii_case(host));
+        let port_matches = self.port.is_none_or(|p| p == port);
+        (host_matches && port_matches).then(|| {
+            (self.to_host.clone().unwrap_or_else(|| host.to_string()), self.to_port.unwrap_or(port))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn curl_forms() {
+        let r = ConnectTo::parse("sso.example.com:443:keycloak.sso.svc:8443").unwrap();
+        assert_eq!(r.redirect("sso.example.com", 443), Some(("keycloak.sso.svc".into(), 8443)));
+        assert_eq!(r.redirect("SSO.example.com", 443), Some(("keycloak.sso.svc".into(), 8443)));
+        assert_eq!(r.redirect("sso.example.com", 8443), None);
+        assert_eq!(r.redirect("other", 443), None);
+        let any = ConnectTo::parse("::127.0.0.1:").unwrap();
+        assert_eq!(any.redirect("h", 9), Some(("127.0.0.1".into(), 9)));
+        let v6 = ConnectTo::parse("[::1]:8443:[::1]:9443").unwrap();
+        assert_eq!(v6.redirect("[::1]", 8443), Some(("[::1]".into(), 9443)));
+        assert_eq!(v6.to_string(), "[::1]:8443:[::1]:9443");
+    }
+
+    #[test]
+    fn bad_rules_say_why() {
+        assert!(ConnectTo::parse("a:1:b").unwrap_err().contains("HOST:PORT:CONNECT_HOST:CONNECT_PORT"));
+        assert!(ConnectTo::parse("a:x:b:1").unwrap_err().contains("'x' is not a port"));
+        assert!(ConnectTo::parse("a:1::").unwrap_err().contains("change nothing"));
+        assert!(ConnectTo::parse("a b:1:c:2").unwrap_err().contains("not a host"));
+        assert!(ConnectTo::parse("[zz]:1:c:2").is_err());
+    }
+}

@@ -1,0 +1,281 @@
+//! In-cluster realities: --connect-to, bearer tokens, JWKS, several issuers, flapping providers,
+//! oauth2-proxy's variables and JSON output, against the local TLS provider.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const WELL_KNOWN: &str = "/.well-known/openid-configuration";
+
+fn on(port: u16) -> std::net::SocketAddr {
+    format!("127.0.0.1:{port}").parse().unwrap()
+}
+
+fn jwks_body() -> String {
+    std::fs::read_to_string(fixture("keycloak-mafiasi.jwks.json")).unwrap()
+}
+
+#[test]
+fn connect_to_keeps_the_public_name_for_tls_and_host() {
+    let ca = TestCa::new();
+    let public = "https://sso.example.test";
+    let p = Provider::start(tls_mode(ca.leaf(&["sso.example.test"])), serve_at(WELL_KNOWN, discovery_doc(public)));
+    let rule = format!("sso.example.test:443:127.0.0.1:{}", p.port());
+    let mut cmd = gate();
+    cmd.args(["--issuer", public, "--ca-file", &ca.ca_arg(), "--connect-to", &rule, "--once"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_eq!(p.seen.lock().unwrap()[0].header("host"), Some("sso.example.test"));
+
+    // The certificate is still checked against the public name, not the address connected to.
+    let wrong = Provider::start(tls_mode(ca.leaf(&["127.0.0.1", "localhost"])), serve_at(WELL_KNOWN, discovery_doc(public)));
+    let mut cmd = gate();
+    cmd.env("WAIT_FOR_IDP_CONNECT_TO", format!("sso.example.test:443:localhost:{}", wrong.port()))
+        .args(["--issuer", public, "--ca-file", &ca.ca_arg(), "--once"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert!(r.log().contains("not sso.example.test"), "{}", r.log());
+}
+
+#[test]
+fn bearer_token_goes_to_the_discovery_origin_only_and_is_never_printed() {
+    let ca = TestCa::new();
+    let secret = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2Vu.c2ln";
+    let token_file = ca.path("token");
+    std::fs::write(&token_file, format!("{secret}\n")).unwrap();
+
+    // The JWKS lives on another origin (another port): it must never see the token.
+    let keys = Provider::start(tls_mode(ca.leaf(&["localhost"])), Arc::new(|_, _| Reply::json(200, jwks_body())));
+    let port = free_port();
+    let iss = format!("https://localhost:{port}");
+    let mut doc: Value = serde_json::from_str(&discovery_doc(&iss)).unwrap();
+    doc["jwks_uri"] = Value::String(format!("https://localhost:{}/keys", keys.port()));
+    let doc = doc.to_string();
+    let expected = format!("Bearer {secret}");
+    let api = Provider::start_on(
+        on(port),
+        tls_mode(ca.leaf(&["localhost"])),
+        Arc::new(move |req, _| {
+            if req.header("authorization") == Some(expected.as_str()) {
+                Reply::json(200, doc.clone())
+            } else {
+                Reply::json(401, r#"{"kind":"Status","reason":"Unauthorized"}"#)
+            }
+        }),
+    );
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--check-jwks", "--once", "--token-file"]).arg(&token_file);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_eq!(keys.seen.lock().unwrap()[0].header("authorization"), None, "token sent cross-origin");
+    assert!(!r.log().contains(secret) && !r.stdout.contains(secret));
+
+    // Without the token the API server answers 401; the log says so without printing anything secret.
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1));
+    assert!(r.log().contains("HTTP 401"), "{}", r.log());
+    drop(api);
+}
+
+#[test]
+fn token_file_is_reread_on_every_attempt() {
+    let ca = TestCa::new();
+    let token_file = ca.path("token");
+    std::fs::write(&token_file, "old-token").unwrap();
+    let port = free_port();
+    let iss = format!("https://localhost:{port}");
+    let doc = discovery_doc(&iss);
+    let p = Provider::start_on(
+        on(port),
+        tls_mode(ca.leaf(&["localhost"])),
+        Arc::new(move |req, _| match req.header("authorization") {
+            Some("Bearer new-token") => Reply::json(200, doc.clone()),
+            _ => Reply::json(401, "{}"),
+        }),
+    );
+    let path = token_file.clone();
+    let rotate = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        std::fs::write(path, "new-token\n").unwrap();
+    });
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--interval", "200ms", "--timeout", "10s", "--token-file"])
+        .arg(&token_file);
+    let r = run(cmd);
+    rotate.join().unwrap();
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    let seen: Vec<String> = p.seen.lock().unwrap().iter().filter_map(|r| r.header("authorization").map(String::from)).collect();
+    assert_eq!(seen.first().map(String::as_str), Some("Bearer old-token"));
+    assert_eq!(seen.last().map(String::as_str), Some("Bearer new-token"));
+    assert!(!r.log().contains("old-token") && !r.log().contains("new-token"));
+}
+
+#[test]
+fn empty_or_failing_jwks_is_not_ready() {
+    let ca = TestCa::new();
+    let port = free_port();
+    let iss = format!("https://localhost:{port}");
+    let doc = discovery_doc(&iss);
+    let jwks_calls = Arc::new(AtomicUsize::new(0));
+    let calls = jwks_calls.clone();
+    let _p = Provider::start_on(
+        on(port),
+        tls_mode(ca.leaf(&["localhost"])),
+        Arc::new(move |req, _| {
+            if req.path == WELL_KNOWN {
+                return Reply::json(200, doc.clone());
+            }
+            // Dex before its first key: 500 with HTML; Authentik without a key: {}; then keys.
+            match calls.fetch_add(1, Ordering::SeqCst) {
+                0 => Reply::text(500, "<html>Internal Server Error</html>"),
+                1 => Reply::json(200, "{}"),
+                2 => Reply::json(200, r#"{"keys":[]}"#),
+                _ => Reply::json(200, jwks_body()),
+            }
+        }),
+    );
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--check-jwks", "--interval", "150ms", "--output", "json"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    let log = r.log();
+    assert!(log.contains("attempt 1: jwks: HTTP 500") && log.contains("Dex answers 500"), "{log}");
+    assert!(log.contains("attempt 2: jwks: JWK Set has no \"keys\" array"), "{log}");
+    assert!(log.contains("attempt 3: jwks: JWK Set holds no key"), "{log}");
+    let json: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(json["issuers"][0]["jwks_keys"], 1);
+    assert_eq!(json["issuers"][0]["failures"]["jwks"], 3);
+}
+
+#[test]
+fn several_issuers_all_must_be_ready_one_late() {
+    let ca = TestCa::new();
+    let started = Instant::now();
+    let early = Provider::start_on(on(free_port()), tls_mode(ca.leaf(&["localhost"])), Arc::new(|_, _| Reply::json(404, "{}")));
+    let early_iss = format!("https://localhost:{}", early.port());
+    drop(early);
+    let port_a = free_port();
+    let iss_a = format!("https://localhost:{port_a}");
+    let _a = Provider::start_on(on(port_a), tls_mode(ca.leaf(&["localhost"])), serve_at(WELL_KNOWN, discovery_doc(&iss_a)));
+    let port_b = free_port();
+    let iss_b = format!("https://localhost:{port_b}/realms/late");
+    let doc_b = discovery_doc(&iss_b);
+    let _b = Provider::start_on(
+        on(port_b),
+        tls_mode(ca.leaf(&["localhost"])),
+        Arc::new(move |_, _| {
+            if started.elapsed() < Duration::from_millis(1500) { Reply::text(503, "starting") } else { Reply::json(200, doc_b.clone()) }
+        }),
+    );
+    let mut cmd = gate();
+    cmd.env("WAIT_FOR_IDP_ISSUER", format!("{iss_a},{iss_b}"))
+        .args(["--ca-file", &ca.ca_arg(), "--interval", "300ms", "--output", "json"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert!(r.elapsed >= Duration::from_millis(1400), "waited for the late one: {:?}", r.elapsed);
+    assert!(r.log().contains(&format!("[{iss_b}] attempt 1: http-status: HTTP 503")), "{}", r.log());
+    assert!(r.log().contains(&format!("ready: {iss_a}, {iss_b}")), "{}", r.log());
+    let json: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(json["outcome"], "ready");
+    assert_eq!(json["issuers"].as_array().unwrap().len(), 2);
+    assert!(json["issuers"].as_array().unwrap().iter().all(|i| i["ready"] == true));
+
+    // One never ready: the whole gate is not ready, and the summary names that issuer.
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss_a, "--issuer", &early_iss, "--ca-file", &ca.ca_arg(), "--timeout", "1s", "--fail-closed", "--output", "json"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert_within(&r, Duration::from_secs(1));
+    let json: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(json["outcome"], "not-ready");
+    assert_eq!(json["exit_code"], 1);
+    assert_eq!(json["issuers"][0]["ready"], true);
+    assert_eq!(json["issuers"][1]["ready"], false);
+    assert_eq!(json["issuers"][1]["last_failure"]["class"], "connect");
+    assert!(r.log().contains(&format!("not ready: {early_iss} (deadline")), "{}", r.log());
+}
+
+#[test]
+fn flapping_provider_needs_consecutive_successes() {
+    let ca = TestCa::new();
+    let port = free_port();
+    let iss = format!("https://localhost:{port}");
+    let doc = discovery_doc(&iss);
+    // A rolling restart: good, bad, good, good, bad, then steady.
+    let p = Provider::start_on(
+        on(port),
+        tls_mode(ca.leaf(&["localhost"])),
+        Arc::new(move |_, n| if n == 1 || n == 4 { Reply::text(502, "bad gateway") } else { Reply::json(200, doc.clone()) }),
+    );
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--successes", "3", "--interval", "100ms"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_eq!(p.count(), 8, "ready only after requests 6, 7 and 8 passed in a row\n{}", r.log());
+    assert!(r.log().contains("(2 consecutive;"), "{}", r.log());
+}
+
+#[test]
+fn oauth2_proxy_variables_configure_the_gate() {
+    let ca = TestCa::new();
+    let port = free_port();
+    let iss = format!("https://localhost:{port}/realms/demo");
+    let _p = Provider::start_on(on(port), tls_mode(ca.leaf(&["localhost"])), serve_at(&format!("/realms/demo{WELL_KNOWN}"), discovery_doc(&iss)));
+    let mut cmd = gate();
+    cmd.env("OAUTH2_PROXY_OIDC_ISSUER_URL", &iss)
+        .env("OAUTH2_PROXY_PROVIDER_CA_FILES", ca.ca_arg())
+        .env("OAUTH2_PROXY_CLIENT_ID", "ignored")
+        .arg("--once");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert!(r.log().contains("issuer read from OAUTH2_PROXY_OIDC_ISSUER_URL"), "{}", r.log());
+
+    // The proxy's own switch to skip the issuer check is honoured too.
+    let mut cmd = gate();
+    cmd.env("OAUTH2_PROXY_OIDC_ISSUER_URL", format!("{iss}/"))
+        .env("OAUTH2_PROXY_PROVIDER_CA_FILES", ca.ca_arg())
+        .env("OAUTH2_PROXY_INSECURE_OIDC_SKIP_ISSUER_VERIFICATION", "true")
+        .arg("--once");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert!(r.log().contains("--skip-issuer-check"), "{}", r.log());
+}
+
+#[test]
+fn json_output_parses_and_matches_the_outcome() {
+    let ca = TestCa::new();
+    let port = free_port();
+    let iss = format!("https://localhost:{port}");
+    let _p = Provider::start_on(on(port), tls_mode(ca.leaf(&["localhost"])), serve_at(WELL_KNOWN, discovery_doc(&iss)));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    let json: Value = serde_json::from_str(r.stdout.trim()).expect("stdout is one JSON object");
+    assert_eq!(json["outcome"], "ready");
+    assert_eq!(json["exit_code"], 0);
+    assert_eq!(json["attempts"], 1);
+    assert!(json["elapsed_ms"].as_u64().unwrap() < 5_000);
+    let i = &json["issuers"][0];
+    assert_eq!(i["issuer"], iss.as_str());
+    assert_eq!(i["verdict"], "ready");
+    assert_eq!(i["endpoints"]["jwks_uri"], format!("{iss}/protocol/openid-connect/certs"));
+    assert_eq!(i["last_failure"], Value::Null);
+    assert_eq!(i["jwks_keys"], Value::Null, "not fetched without --check-jwks");
+
+    let mut cmd = gate();
+    cmd.args(["--issuer", &format!("https://localhost:{}", free_port()), "--timeout", "1s", "--output", "json"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0));
+    let json: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(json["outcome"], "failed-open");
+    assert_eq!(json["issuers"][0]["verdict"], "deadline-reached");
+    assert_eq!(json["issuers"][0]["last_failure"]["class"], "connect");
+    assert!(json["issuers"][0]["failures"]["connect"].as_u64().unwrap() >= 5, "fast retries: {json}");
+}
