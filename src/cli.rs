@@ -51,7 +51,7 @@ pub struct Cli {
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub timeout: Option<String>,
 
-    /// Longest pause between attempts; each pause is 75-100% of it, at random. Refused
+    /// Longest pause between attempts; each pause is 80-100% of it, at random. Refused
     /// connections are retried after about 0.1s [default: 1s]
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub interval: Option<String>,

@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark of wait-for-idp against curl, busybox wget and the shell loops people
+use today, all against the same local TLS provider (loopback only, throwaway CA made here).
+
+Prints one Markdown table. Usage: bench.py --bin PATH [--image-size BYTES] [--trials N]
+Every figure is measured in this run on the monotonic clock; nothing is estimated.
+"""
+
+import argparse
+import http.server
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import ssl
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+BUSYBOX = shutil.which("busybox") or "/usr/bin/busybox"
+
+
+def make_certs(d: Path):
+    run = lambda *a: subprocess.run(a, check=True, capture_output=True)
+    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-subj", "/CN=bench CA", "-keyout", d / "ca.key", "-out", d / "ca.pem", "-days", "2",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+    run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-subj", "/CN=localhost", "-keyout", d / "leaf.key", "-out", d / "leaf.csr")
+    (d / "ext").write_text("subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n")
+    run("openssl", "x509", "-req", "-in", d / "leaf.csr", "-CA", d / "ca.pem", "-CAkey", d / "ca.key",
+        "-CAcreateserial", "-out", d / "leaf.pem", "-days", "2", "-extfile", d / "ext")
+
+
+class Provider:
+    """A TLS provider on 127.0.0.1:port. mode: 'ready', '503', 'silent' (accept, never answer).
+    `listen()` can be delayed to model a provider that refuses connections until it starts."""
+
+    def __init__(self, certs: Path, port: int):
+        self.port, self.mode, self.requests = port, "ready", 0
+        issuer = f"https://localhost:{port}"
+        self.doc = json.dumps({
+            "issuer": issuer, "authorization_endpoint": f"{issuer}/auth", "token_endpoint": f"{issuer}/token",
+            "jwks_uri": f"{issuer}/jwks", "response_types_supported": ["code"],
+            "subject_types_supported": ["public"], "id_token_signing_alg_values_supported": ["RS256"],
+        }).encode()
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(certs / "leaf.pem", certs / "leaf.key")
+        # busybox's built-in TLS handshakes only at OpenSSL security level 0 (SHA-1 signatures);
+        # curl and wait-for-idp still negotiate TLS 1.3 with this server.
+        self.ctx.set_ciphers("ALL:@SECLEVEL=0")
+        self.server = None
+
+    def listen(self):
+        provider = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                provider.requests += 1
+                if provider.mode == "ready" and self.path == "/.well-known/openid-configuration":
+                    body, status = provider.doc, 200
+                else:
+                    body, status = b"<html>503 Service Temporarily Unavailable</html>", 503
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json" if status == 200 else "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(body)
+
+        class Server(http.server.ThreadingHTTPServer):
+            allow_reuse_address = True
+            daemon_threads = True
+
+            def get_request(self):
+                conn, addr = self.socket.accept()
+                if provider.mode == "silent":
+                    threading.Thread(target=lambda: (time.sleep(30), conn.close()), daemon=True).start()
+                    raise OSError("silent")
+                return provider.ctx.wrap_socket(conn, server_side=True), addr
+
+            def handle_error(self, request, client_address):
+                pass
+
+        self.server = Server(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        if self.server:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def run_measured(argv, env=None):
+    """Runs argv under GNU time; returns (wall seconds, peak RSS KiB, exit code).
+    Peak RSS comes from GNU time (%M): a child forked from Python would report Python's own
+    memory, since the kernel counts the pre-exec copy."""
+    with tempfile.NamedTemporaryFile("r") as out:
+        start = time.monotonic()
+        code = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out.name, *argv],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env).returncode
+        wall = time.monotonic() - start
+        rss = int(out.read().strip().splitlines()[-1])
+    return wall, rss, code
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def p95(xs):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
+
+
+# busybox as in a busybox image: no openssl on PATH, so its wget uses its built-in TLS, which
+# checks no certificate at all (with openssl on PATH it would spawn `openssl s_client` instead).
+BUSYBOX_ENV = {"PATH": "/nonexistent"}
+
+
+def gates(args, certs, url, issuer):
+    """The contenders for the lag trials: name -> (argv, env)."""
+    return {
+        "wait-for-idp (defaults)": ([args.bin, "--issuer", issuer, "--ca-file", str(certs / "ca.pem"),
+                                     "--timeout", "60s", "--fail-closed"], None),
+        "shell loop: until wget; sleep 5": (
+            [BUSYBOX, "sh", "-c", f"until {BUSYBOX} wget -q -O /dev/null {url}; do {BUSYBOX} sleep 5; done"], BUSYBOX_ENV),
+        "curl --retry --retry-connrefused": (["curl", "-fsS", "-o", "/dev/null", "--cacert", str(certs / "ca.pem"),
+                                              "--retry", "20", "--retry-connrefused", url], None),
+    }
+
+
+def lag_trials(args, certs, scenario):
+    """Readiness at a random moment 1-4 s after the gate starts. Each contender runs alone in its
+    own trials, so no contender's traffic slows another's; a waiter thread takes the exit time
+    the moment the process ends. Returns name -> [lag seconds]."""
+    lags = {}
+    for name in gates(args, certs, "", "").keys():
+        trials = args.trials if name.startswith("wait-for-idp") else args.baseline_trials
+        for trial in range(trials):
+            port = free_port()
+            issuer = f"https://localhost:{port}"
+            url = f"{issuer}/.well-known/openid-configuration"
+            provider = Provider(certs, port)
+            if scenario == "503":
+                provider.mode = "503"
+                provider.listen()
+            argv, env = gates(args, certs, url, issuer)[name]
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            exited = {}
+
+            def waiter():
+                proc.wait(timeout=90)
+                exited["at"] = time.monotonic()
+
+            t = threading.Thread(target=waiter, daemon=True)
+            t.start()
+            time.sleep(random.uniform(1.0, 4.0))
+            if scenario == "refused":
+                provider.listen()
+            else:
+                provider.mode = "ready"
+            ready_at = time.monotonic()
+            t.join(timeout=95)
+            provider.close()
+            if proc.returncode != 0:
+                raise SystemExit(f"{name} exited {proc.returncode} in trial {trial}")
+            lags.setdefault(name, []).append(exited["at"] - ready_at)
+    return lags
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", required=True)
+    parser.add_argument("--image-size", type=int)
+    parser.add_argument("--trials", type=int, default=40, help="lag trials for wait-for-idp")
+    parser.add_argument("--baseline-trials", type=int, default=20, help="lag trials for each shell loop")
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    random.seed(7)
+    rows = []
+    certs = Path(tempfile.mkdtemp())
+    make_certs(certs)
+
+    # 1. Sizes.
+    size = os.path.getsize(args.bin)
+    rows.append(("stripped static binary", f"{size:,} bytes ({size / 1048576:.2f} MiB)", "≤ 2.0 MiB", size <= 2 * 1048576))
+    if args.image_size:
+        rows.append(("image (scratch + binary)", f"{args.image_size:,} bytes", "", None))
+
+    # 2. One successful check: wall time and peak RSS, median of N.
+    port = free_port()
+    issuer = f"https://localhost:{port}"
+    url = f"{issuer}/.well-known/openid-configuration"
+    provider = Provider(certs, port)
+    provider.listen()
+    one_check = {
+        "wait-for-idp --once": [args.bin, "--once", "--issuer", issuer, "--ca-file", str(certs / "ca.pem")],
+        "curl -fsS --cacert": ["curl", "-fsS", "-o", "/dev/null", "--cacert", str(certs / "ca.pem"), url],
+        "busybox wget -q (busybox image: no certificate check)": [BUSYBOX, "wget", "-q", "-O", "/dev/null", url],
+    }
+    measured = {}
+    for name, argv in one_check.items():
+        walls, rss = [], []
+        for _ in range(args.runs):
+            wall, peak, code = run_measured(argv, BUSYBOX_ENV if argv[0] == BUSYBOX else None)
+            if code != 0:
+                raise SystemExit(f"{name} failed: exit {code}")
+            walls.append(wall)
+            rss.append(peak)
+        measured[name] = (median(walls), median(rss))
+    ours_wall, ours_rss = measured["wait-for-idp --once"]
+    curl_wall = measured["curl -fsS --cacert"][0]
+    for name, (wall, rss) in measured.items():
+        target, ok = "", None
+        if name.startswith("wait-for-idp"):
+            target, ok = "RSS ≤ 3 MiB; time ≤ 0.5× curl", rss <= 3072 and wall <= 0.5 * curl_wall
+        rows.append((f"one check: {name} (median of {args.runs})", f"{wall * 1000:.1f} ms, peak RSS {rss / 1024:.1f} MiB", target, ok))
+    provider.close()
+
+    # 3. Detection lag, two cold starts.
+    for scenario, label, targets in (
+        ("refused", "(a) refused, then serves", {"median": 0.1}),
+        ("503", "(b) 503, then serves", {"median": 0.5, "p95": 1.1}),
+    ):
+        lags = lag_trials(args, certs, scenario)
+        for name, xs in lags.items():
+            target, ok = "", None
+            if name.startswith("wait-for-idp"):
+                target = ", ".join(f"{k} ≤ {v} s" for k, v in targets.items())
+                ok = median(xs) <= targets["median"] and ("p95" not in targets or p95(xs) <= targets["p95"])
+            rows.append((f"lag {label}: {name} ({len(xs)} trials)",
+                         f"median {median(xs):.3f} s, p95 {p95(xs):.3f} s", target, ok))
+
+    # 4. Load on a provider answering 503, from one gate with defaults.
+    port = free_port()
+    provider = Provider(certs, port)
+    provider.mode = "503"
+    provider.listen()
+    window = 30
+    run_measured([args.bin, "--issuer", f"https://localhost:{port}", "--ca-file", str(certs / "ca.pem"), "--timeout", f"{window}s"])
+    rate = provider.requests / window
+    provider.close()
+    rows.append((f"requests/s on a 503 provider, one gate, defaults ({window} s)", f"{rate:.2f}/s", "≤ 1.2/s", rate <= 1.2))
+
+    # 5. Overrun past --timeout against a provider that accepts and never answers.
+    port = free_port()
+    provider = Provider(certs, port)
+    provider.mode = "silent"
+    provider.listen()
+    overruns = []
+    for _ in range(10):
+        wall, _, _ = run_measured([args.bin, "--issuer", f"https://localhost:{port}", "--ca-file", str(certs / "ca.pem"), "--timeout", "2s"])
+        overruns.append(wall - 2.0)
+    provider.close()
+    rows.append(("overrun past --timeout 2s, silent provider (10 runs)",
+                 f"median {median(overruns) * 1000:.1f} ms, max {max(overruns) * 1000:.1f} ms", "≤ 50 ms", max(overruns) <= 0.05))
+
+    # 6. Exit latency after SIGTERM as PID 1 (in a new PID namespace, signalled from outside).
+    port = free_port()
+    provider = Provider(certs, port)
+    provider.mode = "503"
+    provider.listen()
+    latencies = []
+    for _ in range(10):
+        outer = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", args.bin, "--issuer", f"https://localhost:{port}",
+                                  "--ca-file", str(certs / "ca.pem"), "--timeout", "60s"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        child = int(Path(f"/proc/{outer.pid}/task/{outer.pid}/children").read_text().split()[0])
+        sent = time.monotonic()
+        os.kill(child, signal.SIGTERM)
+        outer.wait(timeout=10)
+        latencies.append(time.monotonic() - sent)
+        if outer.returncode != 143:
+            raise SystemExit(f"SIGTERM as PID 1: exit {outer.returncode}")
+    provider.close()
+    rows.append(("exit after SIGTERM as PID 1 (10 runs)",
+                 f"median {median(latencies) * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms", "≤ 20 ms", median(latencies) <= 0.02))
+
+    print("| measure | result | target | met |")
+    print("|---|---|---|---|")
+    for name, result, target, ok in rows:
+        print(f"| {name} | {result} | {target} | {'' if ok is None else ('yes' if ok else '**no**')} |")
+
+
+if __name__ == "__main__":
+    main()
