@@ -7,10 +7,10 @@
 
 use crate::cli;
 use crate::config::{Config, ConfigError, Output};
-use crate::redact::redact_url;
 use crate::http::HttpClient;
 use crate::probe::{Checks, probe};
 use crate::proxy::ProxySettings;
+use crate::redact::redact_url;
 use crate::report::{self, LineThrottle, OUTCOME};
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
 use std::sync::Arc;
@@ -102,11 +102,8 @@ struct IssuerState {
 fn run(config: Config, proxies: ProxySettings, started: Instant, tx: Sender<Event>, rx: mpsc::Receiver<Event>) -> i32 {
     let config = Arc::new(config);
     let client = Arc::new(HttpClient::new(&config.extra_roots, proxies, config.connect_to.clone()));
-    let checks = Arc::new(Checks {
-        rules: config.rules,
-        check_jwks: config.check_jwks,
-        token_file: config.token_file.clone(),
-    });
+    let checks =
+        Arc::new(Checks { rules: config.rules, check_jwks: config.check_jwks, token_file: config.token_file.clone() });
     let deadline = started + config.timeout;
     for (index, target) in config.targets.iter().cloned().enumerate() {
         let (config, client, checks, tx) = (config.clone(), client.clone(), checks.clone(), tx.clone());
@@ -126,8 +123,14 @@ fn run(config: Config, proxies: ProxySettings, started: Instant, tx: Sender<Even
                 report::log_attempt(&label, r, t, &mut throttle);
                 let _ = tx.send(Event::Progress(index, t.clone()));
             };
-            let (verdict, tally) =
-                wait::wait_until_ready(&schedule, &SystemClock, &mut ThreadSleeper, &mut jitter, &mut attempt, &mut observe);
+            let (verdict, tally) = wait::wait_until_ready(
+                &schedule,
+                &SystemClock,
+                &mut ThreadSleeper,
+                &mut jitter,
+                &mut attempt,
+                &mut observe,
+            );
             let _ = tx.send(Event::Finished(index, verdict, tally));
         });
     }
@@ -208,9 +211,8 @@ fn finish(config: &Config, states: &[IssuerState], started: Instant) -> i32 {
         log::error!(target: OUTCOME, "{line}");
         conclude(config, states, started, &line, "not-ready", EXIT_NOT_READY)
     } else {
-        let line = format!(
-            "failing open: not ready: {summary}; starting the workload anyway, as without the gate (exit 0)"
-        );
+        let line =
+            format!("failing open: not ready: {summary}; starting the workload anyway, as without the gate (exit 0)");
         log::warn!(target: OUTCOME, "{line}");
         conclude(config, states, started, &line, "failed-open", EXIT_READY)
     }

@@ -58,10 +58,9 @@ impl fmt::Display for CaFileProblem {
                 f,
                 "is not PEM; it must hold '-----BEGIN CERTIFICATE-----' blocks (convert DER with: openssl x509 -inform der)"
             ),
-            CaFileProblem::NoCertificate => write!(
-                f,
-                "holds PEM but no 'CERTIFICATE' block (a key or CSR?); give the CA certificate"
-            ),
+            CaFileProblem::NoCertificate => {
+                write!(f, "holds PEM but no 'CERTIFICATE' block (a key or CSR?); give the CA certificate")
+            }
             CaFileProblem::BadPem(e) => write!(f, "holds malformed PEM ({e})"),
             CaFileProblem::BadCertificate { index, reason } => {
                 write!(f, "certificate #{index} cannot be used as a trust anchor ({reason})")
@@ -183,9 +182,7 @@ impl Inputs<'_> {
     /// fallback variable, if it has one.
     fn env(&self, id: &'static str) -> Option<Raw> {
         let read = |name: &'static str| {
-            (self.env)(name)
-                .filter(|v| !v.is_empty())
-                .map(|value| Raw { value, source: Source::Env(name) })
+            (self.env)(name).filter(|v| !v.is_empty()).map(|value| Raw { value, source: Source::Env(name) })
         };
         read(cli::env_var(id)).or_else(|| cli::fallback_env_var(id).and_then(read))
     }
@@ -200,10 +197,7 @@ impl Inputs<'_> {
     /// A repeatable flag; its variable holds a comma-separated list.
     fn list(&self, id: &'static str, flag: &[String]) -> Vec<Raw> {
         if !flag.is_empty() {
-            return flag
-                .iter()
-                .map(|v| Raw { value: v.clone(), source: Source::Flag(id) })
-                .collect();
+            return flag.iter().map(|v| Raw { value: v.clone(), source: Source::Flag(id) }).collect();
         }
         match self.env(id) {
             Some(raw) => raw
@@ -242,11 +236,7 @@ fn parse_bool(raw: &Raw) -> Result<bool, ConfigError> {
 
 fn parse_duration(raw: Option<Raw>, default: Duration) -> Result<Duration, ConfigError> {
     let Some(raw) = raw else { return Ok(default) };
-    let invalid = |expected| ConfigError::InvalidValue {
-        source: raw.source,
-        value: raw.value.clone(),
-        expected,
-    };
+    let invalid = |expected| ConfigError::InvalidValue { source: raw.source, value: raw.value.clone(), expected };
     let d = humantime::parse_duration(raw.value.trim())
         .map_err(|_| invalid("a positive duration with a unit, such as 500ms, 90s, 5m or 1h30m"))?;
     if d.is_zero() {
@@ -325,10 +315,7 @@ pub fn load_ca_file(path: &str) -> Result<Vec<CertificateDer<'static>>, CaFilePr
     }
     for (i, cert) in certs.iter().enumerate() {
         let mut probe = rustls::RootCertStore::empty();
-        probe.add(cert.clone()).map_err(|e| CaFileProblem::BadCertificate {
-            index: i + 1,
-            reason: e.to_string(),
-        })?;
+        probe.add(cert.clone()).map_err(|e| CaFileProblem::BadCertificate { index: i + 1, reason: e.to_string() })?;
     }
     Ok(certs)
 }
@@ -395,10 +382,8 @@ impl Config {
 
         let timeout = parse_duration(inputs.single("timeout", &cli.timeout), DEFAULT_TIMEOUT)?;
         let interval = parse_duration(inputs.single("interval", &cli.interval), DEFAULT_INTERVAL)?;
-        let attempt_timeout = parse_duration(
-            inputs.single("attempt_timeout", &cli.attempt_timeout),
-            DEFAULT_ATTEMPT_TIMEOUT,
-        )?;
+        let attempt_timeout =
+            parse_duration(inputs.single("attempt_timeout", &cli.attempt_timeout), DEFAULT_ATTEMPT_TIMEOUT)?;
         let max_attempts_raw = inputs.single("max_attempts", &cli.max_attempts);
         if cli.once {
             if let Some(raw) = &max_attempts_raw {
@@ -519,10 +504,13 @@ mod tests {
     fn defaults_and_derived_url() {
         let c = build(&["--issuer", "https://kc.example/realms/x"], &[]).unwrap();
         assert_eq!(c.targets[0].discovery_url, "https://kc.example/realms/x/.well-known/openid-configuration");
-        assert_eq!((c.timeout, c.interval, c.attempt_timeout), (DEFAULT_TIMEOUT, DEFAULT_INTERVAL, DEFAULT_ATTEMPT_TIMEOUT));
+        assert_eq!(
+            (c.timeout, c.interval, c.attempt_timeout),
+            (DEFAULT_TIMEOUT, DEFAULT_INTERVAL, DEFAULT_ATTEMPT_TIMEOUT)
+        );
         assert_eq!(c.max_attempts, None);
         assert!(!c.fail_closed);
-        assert_eq!(c.termination_log.unwrap().create, false);
+        assert!(!c.termination_log.unwrap().create);
     }
 
     #[test]
@@ -591,7 +579,8 @@ mod tests {
 
     #[test]
     fn issue_5_settings() {
-        let c = build(&["--issuer", "https://h", "--connect-to", "h:443:127.0.0.1:8443", "--successes", "3"], &[]).unwrap();
+        let c =
+            build(&["--issuer", "https://h", "--connect-to", "h:443:127.0.0.1:8443", "--successes", "3"], &[]).unwrap();
         assert_eq!(c.connect_to.len(), 1);
         assert_eq!(c.successes, 3);
         let e = err(&["--issuer", "https://h", "--connect-to", "h:443"], &[]);

@@ -72,7 +72,9 @@ impl ConnectTo {
     pub fn parse(raw: &str) -> Result<ConnectTo, String> {
         let f = fields(raw.trim());
         if f.len() != 4 {
-            return Err("expected HOST:PORT:CONNECT_HOST:CONNECT_PORT, e.g. sso.example.com:443:keycloak.sso.svc:8443".into());
+            return Err(
+                "expected HOST:PORT:CONNECT_HOST:CONNECT_PORT, e.g. sso.example.com:443:keycloak.sso.svc:8443".into()
+            );
         }
         let rule = ConnectTo { host: host(f[0])?, port: port(f[1])?, to_host: host(f[2])?, to_port: port(f[3])? };
         if rule.to_host.is_none() && rule.to_port.is_none() {
@@ -86,9 +88,8 @@ impl ConnectTo {
     pub fn redirect(&self, host: &str, port: u16) -> Option<(String, u16)> {
         let host_matches = self.host.as_deref().is_none_or(|h| h.eq_ignore_ascii_case(host));
         let port_matches = self.port.is_none_or(|p| p == port);
-        (host_matches && port_matches).then(|| {
-            (self.to_host.clone().unwrap_or_else(|| host.to_string()), self.to_port.unwrap_or(port))
-        })
+        (host_matches && port_matches)
+            .then(|| (self.to_host.clone().unwrap_or_else(|| host.to_string()), self.to_port.unwrap_or(port)))
     }
 }
 

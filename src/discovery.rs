@@ -54,9 +54,7 @@ impl UrlParts<'_> {
     /// `scheme://host:port` with the default port made explicit: two URLs are the same origin
     /// when these are equal.
     pub fn origin(&self) -> String {
-        let port = self
-            .port
-            .unwrap_or(if self.scheme == "https" { 443 } else { 80 });
+        let port = self.port.unwrap_or(if self.scheme == "https" { 443 } else { 80 });
         format!("{}://{}:{}", self.scheme, self.host.to_ascii_lowercase(), port)
     }
 }
@@ -83,10 +81,9 @@ impl fmt::Display for UrlProblem {
             UrlProblem::NotAbsolute => {
                 write!(f, "is not an absolute URL; write it as https://host[:port][/path]")
             }
-            UrlProblem::UnsupportedScheme(s) => write!(
-                f,
-                "has the scheme '{s}'; only https (or http for in-cluster use) is supported, in lower case"
-            ),
+            UrlProblem::UnsupportedScheme(s) => {
+                write!(f, "has the scheme '{s}'; only https (or http for in-cluster use) is supported, in lower case")
+            }
             UrlProblem::EmptyHost => write!(f, "has no host name"),
             UrlProblem::BadPort(p) => write!(f, "has an invalid port '{p}'; use 1-65535"),
             UrlProblem::BadIpv6Literal => {
@@ -96,18 +93,15 @@ impl fmt::Display for UrlProblem {
                 f,
                 "carries credentials (user:password@); metadata is public, remove them (use --token-file for a bearer token)"
             ),
-            UrlProblem::Query => write!(
-                f,
-                "has a query (?...); an issuer identifier has no query component (OIDC Discovery §3)"
-            ),
-            UrlProblem::Fragment => write!(
-                f,
-                "has a fragment (#...); an issuer identifier has no fragment component (OIDC Discovery §3)"
-            ),
-            UrlProblem::BadCharacter(c) => write!(
-                f,
-                "contains the character {c:?}, which is not allowed in a URL; percent-encode it"
-            ),
+            UrlProblem::Query => {
+                write!(f, "has a query (?...); an issuer identifier has no query component (OIDC Discovery §3)")
+            }
+            UrlProblem::Fragment => {
+                write!(f, "has a fragment (#...); an issuer identifier has no fragment component (OIDC Discovery §3)")
+            }
+            UrlProblem::BadCharacter(c) => {
+                write!(f, "contains the character {c:?}, which is not allowed in a URL; percent-encode it")
+            }
         }
     }
 }
@@ -203,9 +197,7 @@ pub fn well_known_url(issuer: &str, kind: MetadataKind) -> String {
         MetadataKind::Oidc => format!("{trimmed}/.well-known/openid-configuration"),
         MetadataKind::OAuth => {
             let after_scheme = trimmed.find("://").map_or(0, |i| i + 3);
-            let path_start = trimmed[after_scheme..]
-                .find('/')
-                .map_or(trimmed.len(), |i| after_scheme + i);
+            let path_start = trimmed[after_scheme..].find('/').map_or(trimmed.len(), |i| after_scheme + i);
             let (origin, path) = trimmed.split_at(path_start);
             format!("{origin}/.well-known/oauth-authorization-server{path}")
         }
@@ -276,39 +268,25 @@ const OIDC_REQUIRED: &[&str] = &[
 ];
 
 /// Judges a fetched body by `rules`. Never panics, whatever the bytes (serde_json bounds nesting).
-pub fn validate_document(
-    body: &[u8],
-    expected_issuer: &str,
-    rules: Rules,
-) -> Result<Document, DocumentProblem> {
-    let text = std::str::from_utf8(body)
-        .map_err(|e| DocumentProblem::NotUtf8 { valid_up_to: e.valid_up_to() })?;
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| DocumentProblem::Json(format!("body is not valid JSON: {e}")))?;
+pub fn validate_document(body: &[u8], expected_issuer: &str, rules: Rules) -> Result<Document, DocumentProblem> {
+    let text = std::str::from_utf8(body).map_err(|e| DocumentProblem::NotUtf8 { valid_up_to: e.valid_up_to() })?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| DocumentProblem::Json(format!("body is not valid JSON: {e}")))?;
     let Value::Object(doc) = value else {
-        return Err(DocumentProblem::Json(format!(
-            "body is JSON {}, not an object",
-            json_type_name(&value)
-        )));
+        return Err(DocumentProblem::Json(format!("body is JSON {}, not an object", json_type_name(&value))));
     };
 
     let issuer = match doc.get("issuer") {
         Some(Value::String(s)) => s.clone(),
         Some(other) => {
-            return Err(DocumentProblem::Json(format!(
-                "\"issuer\" is {}, not a string",
-                json_type_name(other)
-            )));
+            return Err(DocumentProblem::Json(format!("\"issuer\" is {}, not a string", json_type_name(other))));
         }
         None => return Err(DocumentProblem::MissingField("no \"issuer\" member".into())),
     };
     let mut warnings = Vec::new();
     if issuer != expected_issuer {
         if !rules.skip_issuer_check {
-            return Err(DocumentProblem::IssuerMismatch {
-                expected: expected_issuer.to_string(),
-                found: issuer,
-            });
+            return Err(DocumentProblem::IssuerMismatch { expected: expected_issuer.to_string(), found: issuer });
         }
         warnings.push(format!(
             "issuer {issuer:?} differs from {expected_issuer:?}; accepted because of --skip-issuer-check"
@@ -321,11 +299,8 @@ pub fn validate_document(
         token_endpoint: optional_string(&doc, "token_endpoint")?,
         jwks_uri: optional_string(&doc, "jwks_uri")?,
         userinfo_endpoint: optional_string(&doc, "userinfo_endpoint")?,
-        id_token_signing_alg_values_supported: optional_string_array(
-            &doc,
-            "id_token_signing_alg_values_supported",
-        )?
-        .unwrap_or_default(),
+        id_token_signing_alg_values_supported: optional_string_array(&doc, "id_token_signing_alg_values_supported")?
+            .unwrap_or_default(),
         warnings,
     };
     for member in ["response_types_supported", "subject_types_supported", "grant_types_supported"] {
@@ -335,9 +310,7 @@ pub fn validate_document(
     let missing = missing_required(&doc, rules.kind);
     match rules.kind {
         MetadataKind::Oidc if document.jwks_uri.is_none() => {
-            return Err(DocumentProblem::MissingField(
-                "no \"jwks_uri\": a client could not verify any token".into(),
-            ));
+            return Err(DocumentProblem::MissingField("no \"jwks_uri\": a client could not verify any token".into()));
         }
         _ => {}
     }
@@ -419,17 +392,11 @@ fn optional_string(doc: &Map<String, Value>, key: &str) -> Result<Option<String>
     match doc.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(DocumentProblem::Json(format!(
-            "{key:?} is {}, not a string",
-            json_type_name(other)
-        ))),
+        Some(other) => Err(DocumentProblem::Json(format!("{key:?} is {}, not a string", json_type_name(other)))),
     }
 }
 
-fn optional_string_array(
-    doc: &Map<String, Value>,
-    key: &str,
-) -> Result<Option<Vec<String>>, DocumentProblem> {
+fn optional_string_array(doc: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, DocumentProblem> {
     match doc.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Array(items)) => items
@@ -438,10 +405,9 @@ fn optional_string_array(
             .collect::<Option<Vec<_>>>()
             .map(Some)
             .ok_or_else(|| DocumentProblem::Json(format!("{key:?} holds a non-string item"))),
-        Some(other) => Err(DocumentProblem::Json(format!(
-            "{key:?} is {}, not an array of strings",
-            json_type_name(other)
-        ))),
+        Some(other) => {
+            Err(DocumentProblem::Json(format!("{key:?} is {}, not an array of strings", json_type_name(other))))
+        }
     }
 }
 
@@ -600,10 +566,7 @@ mod tests {
         ] {
             assert!(validate_document(body, "https://h", r).is_err(), "{:?}", String::from_utf8_lossy(body));
         }
-        assert!(matches!(
-            validate_document(b"\xff", "https://h", r),
-            Err(DocumentProblem::NotUtf8 { valid_up_to: 0 })
-        ));
+        assert!(matches!(validate_document(b"\xff", "https://h", r), Err(DocumentProblem::NotUtf8 { valid_up_to: 0 })));
     }
 
     #[test]

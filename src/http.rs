@@ -42,7 +42,10 @@ pub enum FetchError {
     Refused(String),
     Connect(String),
     Timeout(String),
-    Tls { host: String, error: rustls::Error },
+    Tls {
+        host: String,
+        error: rustls::Error,
+    },
     TlsOther(String),
     Redirect(String),
     Body(String),
@@ -133,7 +136,11 @@ pub struct HttpClient {
 }
 
 impl HttpClient {
-    pub fn new(extra_roots: &[CertificateDer<'static>], proxies: ProxySettings, connect_to: Vec<ConnectTo>) -> HttpClient {
+    pub fn new(
+        extra_roots: &[CertificateDer<'static>],
+        proxies: ProxySettings,
+        connect_to: Vec<ConnectTo>,
+    ) -> HttpClient {
         let config = Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -143,10 +150,10 @@ impl HttpClient {
             .user_agent(concat!("wait-for-idp/", env!("CARGO_PKG_VERSION")))
             .accept("application/json")
             .build();
-        let connector = ()
-            .chain(ConnectProxyConnector::default())
-            .chain(TcpConnector::default())
-            .chain(TlsConnector::new(client_config(extra_roots)));
+        let connector =
+            ().chain(ConnectProxyConnector::default())
+                .chain(TcpConnector::default())
+                .chain(TlsConnector::new(client_config(extra_roots)));
         let resolver = GateResolver { inner: DefaultResolver::default(), connect_to };
         HttpClient { agent: Agent::with_parts(config, connector, resolver), proxies }
     }
@@ -201,25 +208,13 @@ impl HttpClient {
         let parts = split_url(url).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
         let proxy = self.proxies.for_url(&parts).map(|c| c.proxy.clone());
         let host = parts.host.trim_start_matches('[').trim_end_matches(']').to_string();
-        let mut request = self
-            .agent
-            .get(url)
-            .config()
-            .timeout_global(Some(budget))
-            .proxy(proxy)
-            .build();
+        let mut request = self.agent.get(url).config().timeout_global(Some(budget)).proxy(proxy).build();
         for (name, value) in headers {
             request = request.header(*name, value);
         }
         let mut response = request.call().map_err(|e| classify(e, &host, Phase::Headers, budget))?;
         let status = response.status().as_u16();
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        };
+        let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
         let content_type = header("content-type");
         let location = header("location");
         let body = response
@@ -276,10 +271,8 @@ fn classify(e: ureq::Error, host: &str, phase: Phase, budget: Duration) -> Fetch
                 return FetchError::Tls { host: host.to_string(), error: tls.clone() };
             }
             match io.kind() {
-                io::ErrorKind::ConnectionRefused if !in_body => FetchError::Refused(format!("{host}")),
-                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
-                    FetchError::Timeout(format!("timed out: {io}"))
-                }
+                io::ErrorKind::ConnectionRefused if !in_body => FetchError::Refused(host.to_string()),
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => FetchError::Timeout(format!("timed out: {io}")),
                 _ if in_body => FetchError::Body(format!("body cut short: {io}")),
                 io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => {
                     FetchError::Connect(format!("connection closed before a response: {io}"))

@@ -74,11 +74,8 @@ pub fn validate_jwks(body: &[u8], signing_algs: &[String]) -> Result<usize, Jwks
     let Some(Value::Array(keys)) = set.get("keys") else {
         return Err(JwksProblem::NoKeysMember);
     };
-    let keys: Vec<&serde_json::Map<String, Value>> = keys
-        .iter()
-        .filter_map(Value::as_object)
-        .filter(|k| k.get("kty").and_then(Value::as_str).is_some())
-        .collect();
+    let keys: Vec<&serde_json::Map<String, Value>> =
+        keys.iter().filter_map(Value::as_object).filter(|k| k.get("kty").and_then(Value::as_str).is_some()).collect();
     if keys.is_empty() {
         return Err(JwksProblem::NoKeys);
     }

@@ -107,9 +107,8 @@ pub fn probe(client: &HttpClient, target: &Target, checks: &Checks, budget: Dura
             _ => Vec::new(),
         }
     };
-    let fetched = client
-        .get(&target.discovery_url, budget, &headers_for(&target.discovery_url))
-        .map_err(fetch_failure)?;
+    let fetched =
+        client.get(&target.discovery_url, budget, &headers_for(&target.discovery_url)).map_err(fetch_failure)?;
     let mut ready = judge(&fetched, &target.issuer, checks.rules)?;
     if checks.check_jwks {
         let left = budget.saturating_sub(started.elapsed());
@@ -173,13 +172,12 @@ pub fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<Ready, Fai
 }
 
 fn status_detail(fetched: &Fetched) -> String {
-    let reason = ureq::http::StatusCode::from_u16(fetched.status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("");
+    let reason = ureq::http::StatusCode::from_u16(fetched.status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
     let excerpt = discovery::printable_excerpt(&fetched.body, 100);
     let hint = match fetched.status {
-        404 => " (Keycloak answers 404 until the realm is imported; check the realm or application name if it persists)",
+        404 => {
+            " (Keycloak answers 404 until the realm is imported; check the realm or application name if it persists)"
+        }
         502..=504 => " (a gateway in front of a provider that is not serving yet)",
         401 | 403 => " (the metadata should be public; a gateway or network policy may be in the way)",
         _ => "",

@@ -33,20 +33,17 @@ pub struct ProxySettings {
 }
 
 fn first_set(env: &dyn Fn(&str) -> Option<String>, names: &[&'static str]) -> Option<(&'static str, String)> {
-    names
-        .iter()
-        .find_map(|n| env(n).filter(|v| !v.trim().is_empty()).map(|v| (*n, v.trim().to_string())))
+    names.iter().find_map(|n| env(n).filter(|v| !v.trim().is_empty()).map(|v| (*n, v.trim().to_string())))
 }
 
 fn parse_proxy(name: &'static str, value: String) -> Result<ProxyChoice, ConfigError> {
     let with_scheme = if value.contains("://") { value.clone() } else { format!("http://{value}") };
-    let invalid = |expected| ConfigError::InvalidValue {
-        source: Source::Env(name),
-        value: redact_url(&value),
-        expected,
-    };
+    let invalid =
+        |expected| ConfigError::InvalidValue { source: Source::Env(name), value: redact_url(&value), expected };
     if !with_scheme.starts_with("http://") {
-        return Err(invalid("an http:// CONNECT proxy URL such as http://proxy:3128 (https and socks proxies are not supported)"));
+        return Err(invalid(
+            "an http:// CONNECT proxy URL such as http://proxy:3128 (https and socks proxies are not supported)",
+        ));
     }
     let proxy = ureq::Proxy::new(&with_scheme).map_err(|_| invalid("a proxy URL such as http://proxy:3128"))?;
     Ok(ProxyChoice { proxy, display: redact_url(&with_scheme) })
@@ -142,11 +139,20 @@ mod tests {
 
     #[test]
     fn no_proxy_entries() {
-        let s = settings(&[("HTTPS_PROXY", "http://p:1"), ("NO_PROXY", ".svc, cluster.local,10.0.0.0/8,::1,exact.host")]);
-        for direct in ["https://kc.ns.svc", "https://a.cluster.local", "https://10.2.3.4", "https://[::1]:8443", "https://exact.host"] {
+        let s =
+            settings(&[("HTTPS_PROXY", "http://p:1"), ("NO_PROXY", ".svc, cluster.local,10.0.0.0/8,::1,exact.host")]);
+        for direct in [
+            "https://kc.ns.svc",
+            "https://a.cluster.local",
+            "https://10.2.3.4",
+            "https://[::1]:8443",
+            "https://exact.host",
+        ] {
             assert_eq!(proxy_for(&s, direct), None, "{direct}");
         }
-        for proxied in ["https://svc.example", "https://notcluster.local", "https://11.0.0.1", "https://sub.exact.hostx"] {
+        for proxied in
+            ["https://svc.example", "https://notcluster.local", "https://11.0.0.1", "https://sub.exact.hostx"]
+        {
             assert!(proxy_for(&s, proxied).is_some(), "{proxied}");
         }
         assert_eq!(proxy_for(&settings(&[("HTTPS_PROXY", "http://p:1"), ("no_proxy", "*")]), "https://x"), None);

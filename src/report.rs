@@ -45,13 +45,7 @@ pub fn init_logging(quiet: bool, rust_log: Option<String>) {
         }
     }
     builder.format(move |buf, record| {
-        writeln!(
-            buf,
-            "wait-for-idp +{:.3}s {:<5} {}",
-            start.elapsed().as_secs_f64(),
-            record.level(),
-            record.args()
-        )
+        writeln!(buf, "wait-for-idp +{:.3}s {:<5} {}", start.elapsed().as_secs_f64(), record.level(), record.args())
     });
     let _ = builder.try_init();
 }
@@ -117,12 +111,7 @@ pub fn label(config: &Config, issuer: &str) -> String {
 
 /// `connect=40 http-status=3`
 pub fn failure_counts(tally: &Tally) -> String {
-    tally
-        .failures
-        .iter()
-        .map(|(class, n)| format!("{class}={n}"))
-        .collect::<Vec<_>>()
-        .join(" ")
+    tally.failures.iter().map(|(class, n)| format!("{class}={n}")).collect::<Vec<_>>().join(" ")
 }
 
 /// Why an issuer is not ready, in one phrase.
@@ -253,11 +242,7 @@ pub fn once_summary(ready: &Ready) -> String {
 /// duty.
 pub fn write_termination_log(config: &Config, line: &str) {
     let Some(t) = &config.termination_log else { return };
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .create(t.create)
-        .open(&t.path);
+    let file = std::fs::OpenOptions::new().write(true).truncate(true).create(t.create).open(&t.path);
     if let Ok(mut f) = file {
         let _ = writeln!(f, "{line}");
     }

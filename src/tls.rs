@@ -8,8 +8,7 @@ use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use std::io::{Read, Write};
 use std::sync::Arc;
 use ureq::unversioned::transport::{
-    Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, Transport,
-    TransportAdapter,
+    Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, Transport, TransportAdapter,
 };
 
 /// The client configuration: ring, TLS 1.2 and 1.3, Mozilla's roots and `extra_roots`.
@@ -46,11 +45,7 @@ impl std::fmt::Debug for TlsConnector {
 impl<In: Transport> Connector<In> for TlsConnector {
     type Out = Either<In, TlsTransport>;
 
-    fn connect(
-        &self,
-        details: &ConnectionDetails,
-        chained: Option<In>,
-    ) -> Result<Option<Self::Out>, ureq::Error> {
+    fn connect(&self, details: &ConnectionDetails, chained: Option<In>) -> Result<Option<Self::Out>, ureq::Error> {
         let Some(transport) = chained else { return Ok(None) };
         if !details.needs_tls() || transport.is_tls() {
             return Ok(Some(Either::A(transport)));

@@ -91,7 +91,9 @@ fn the_issuer_comes_from_the_configuration_not_a_normalised_url() {
 
 #[test]
 fn well_known_urls_for_real_issuers() {
-    for name in ["google.json", "keycloak-mafiasi.json", "authentik-romm.json", "auth0-docker.json", "okta-custom-as.json"] {
+    for name in
+        ["google.json", "keycloak-mafiasi.json", "authentik-romm.json", "auth0-docker.json", "okta-custom-as.json"]
+    {
         let (_, issuer) = doc(name);
         let oidc = well_known_url(&issuer, MetadataKind::Oidc);
         assert!(oidc.ends_with("/.well-known/openid-configuration") && !oidc.contains("//.well-known"), "{oidc}");

@@ -42,27 +42,113 @@ fn fixed(body: &'static [u8]) -> Handler {
 
 fn faults(ca: &TestCa) -> Vec<Fault> {
     let tls = || tls_mode(ca.leaf(&["localhost", "::1"]));
-    let f = |name, mode, handler, class, detail| Fault { name, mode, handler, host: "localhost", trust: true, class, detail };
+    let f = |name, mode, handler, class, detail| Fault {
+        name,
+        mode,
+        handler,
+        host: "localhost",
+        trust: true,
+        class,
+        detail,
+    };
     let deep = Box::leak(format!("{}{}", "[".repeat(5000), "]".repeat(5000)).into_boxed_str()).as_bytes();
     vec![
-        f("TCP accepted, TLS handshake never completes", Mode::Silent, reply(|_, _| Reply::Hang), "timeout", "no answer within"),
+        f(
+            "TCP accepted, TLS handshake never completes",
+            Mode::Silent,
+            reply(|_, _| Reply::Hang),
+            "timeout",
+            "no answer within",
+        ),
         f("handshake done, request never answered", tls(), reply(|_, _| Reply::Hang), "timeout", "no answer within"),
-        f("headers, then one body byte a second", tls(), reply(|_, _| Reply::Drip { every: Duration::from_secs(1) }), "timeout", "body not complete"),
+        f(
+            "headers, then one body byte a second",
+            tls(),
+            reply(|_, _| Reply::Drip { every: Duration::from_secs(1) }),
+            "timeout",
+            "body not complete",
+        ),
         f("endless chunked body", tls(), reply(|_, _| Reply::Endless), "body", "larger than 1024 KiB"),
-        f("body over 1 MiB", tls(), reply(|_, _| Reply::json(200, format!("{{\"pad\":\"{}\"}}", "x".repeat(1_100_000)))), "body", "larger than 1024 KiB"),
-        f("Content-Length longer than the body, then close", tls(), reply(|_, _| Reply::Raw(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{\"issuer\":".to_vec())), "body", "cut short"),
+        f(
+            "body over 1 MiB",
+            tls(),
+            reply(|_, _| Reply::json(200, format!("{{\"pad\":\"{}\"}}", "x".repeat(1_100_000)))),
+            "body",
+            "larger than 1024 KiB",
+        ),
+        f(
+            "Content-Length longer than the body, then close",
+            tls(),
+            reply(|_, _| Reply::Raw(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{\"issuer\":".to_vec())),
+            "body",
+            "cut short",
+        ),
         f("connection reset mid-body", tls(), reply(|_, _| Reply::ResetMidBody), "body", "cut short"),
-        f("not HTTP at all", tls(), reply(|_, _| Reply::Raw(b"SSH-2.0-OpenSSH_9.6\r\n".to_vec())), "body", "malformed HTTP"),
-        f("plain HTTP on the https port", Mode::Greeting(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".to_vec()), fixed(b"{}"), "tls", "plain HTTP"),
+        f(
+            "not HTTP at all",
+            tls(),
+            reply(|_, _| Reply::Raw(b"SSH-2.0-OpenSSH_9.6\r\n".to_vec())),
+            "body",
+            "malformed HTTP",
+        ),
+        f(
+            "plain HTTP on the https port",
+            Mode::Greeting(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".to_vec()),
+            fixed(b"{}"),
+            "tls",
+            "plain HTTP",
+        ),
         Fault { trust: false, ..f("untrusted CA", tls(), fixed(b"{}"), "tls", "unknown CA") },
-        f("wrong host name", tls_mode(ca.leaf(&["other.test"])), fixed(b"{}"), "tls", "certificate is for other.test, not localhost"),
-        f("expired certificate", tls_mode(ca.leaf_valid(&["localhost"], (2020, 1, 1), (2021, 1, 1))), fixed(b"{}"), "tls", "has expired"),
+        f(
+            "wrong host name",
+            tls_mode(ca.leaf(&["other.test"])),
+            fixed(b"{}"),
+            "tls",
+            "certificate is for other.test, not localhost",
+        ),
+        f(
+            "expired certificate",
+            tls_mode(ca.leaf_valid(&["localhost"], (2020, 1, 1), (2021, 1, 1))),
+            fixed(b"{}"),
+            "tls",
+            "has expired",
+        ),
         f("self-signed leaf", tls_mode(self_signed(&["localhost"])), fixed(b"{}"), "tls", "self-signed"),
-        f("500 with an HTML page", tls(), reply(|_, _| Reply::text(500, "<html>\n<h1>Internal\tError</h1>\x07</html>")), "http-status", "HTTP 500 Internal Server Error"),
-        f("redirect loop", tls(), reply(|req, _| Reply::redirect(302, if req.path.ends_with("/a") { "/b" } else { "/a" })), "http-status", "redirect loop"),
-        f("more than 5 redirects", tls(), reply(|_, n| Reply::redirect(307, &format!("/hop{n}"))), "http-status", "more than 5 redirects"),
-        f("redirect to another origin", tls(), reply(|_, _| Reply::redirect(301, "https://elsewhere.test/x")), "http-status", "another origin"),
-        f("redirect from https to http", tls(), reply(|_, _| Reply::redirect(308, "http://localhost/x")), "http-status", "https to plain http"),
+        f(
+            "500 with an HTML page",
+            tls(),
+            reply(|_, _| Reply::text(500, "<html>\n<h1>Internal\tError</h1>\x07</html>")),
+            "http-status",
+            "HTTP 500 Internal Server Error",
+        ),
+        f(
+            "redirect loop",
+            tls(),
+            reply(|req, _| Reply::redirect(302, if req.path.ends_with("/a") { "/b" } else { "/a" })),
+            "http-status",
+            "redirect loop",
+        ),
+        f(
+            "more than 5 redirects",
+            tls(),
+            reply(|_, n| Reply::redirect(307, &format!("/hop{n}"))),
+            "http-status",
+            "more than 5 redirects",
+        ),
+        f(
+            "redirect to another origin",
+            tls(),
+            reply(|_, _| Reply::redirect(301, "https://elsewhere.test/x")),
+            "http-status",
+            "another origin",
+        ),
+        f(
+            "redirect from https to http",
+            tls(),
+            reply(|_, _| Reply::redirect(308, "http://localhost/x")),
+            "http-status",
+            "https to plain http",
+        ),
         f("invalid JSON", tls(), fixed(b"{\"issuer\": "), "json", "not valid JSON"),
         f("JSON that is not an object", tls(), fixed(b"[\"issuer\"]"), "json", "not an object"),
         f("issuer not a string", tls(), fixed(b"{\"issuer\": 42}"), "json", "not a string"),
@@ -89,10 +175,16 @@ fn fault_matrix_never_passes_never_overruns() {
                         fault.mode.clone(),
                         fault.handler.clone(),
                     );
-                    let host = if fault.host == "localhost" { "localhost".to_string() } else { format!("[{}]", fault.host) };
+                    let host =
+                        if fault.host == "localhost" { "localhost".to_string() } else { format!("[{}]", fault.host) };
                     let mut cmd = gate();
-                    cmd.args(["--issuer", &format!("https://{host}:{}", p.port())])
-                        .args(["--timeout", "1200ms", "--fail-closed", "--interval", "300ms"]);
+                    cmd.args(["--issuer", &format!("https://{host}:{}", p.port())]).args([
+                        "--timeout",
+                        "1200ms",
+                        "--fail-closed",
+                        "--interval",
+                        "300ms",
+                    ]);
                     if fault.trust {
                         cmd.args(["--ca-file", &ca.ca_arg()]);
                     }
@@ -101,7 +193,13 @@ fn fault_matrix_never_passes_never_overruns() {
                     assert_eq!(r.code, Some(1), "{}: must never pass\n{}", fault.name, r.log());
                     assert!(!r.log().contains("panicked"), "{}: {}", fault.name, r.log());
                     let class_line = format!(": {}: ", fault.class);
-                    assert!(r.log().contains(&class_line), "{}: expected class {}\n{}", fault.name, fault.class, r.log());
+                    assert!(
+                        r.log().contains(&class_line),
+                        "{}: expected class {}\n{}",
+                        fault.name,
+                        fault.class,
+                        r.log()
+                    );
                     assert!(r.log().contains(fault.detail), "{}: expected {:?}\n{}", fault.name, fault.detail, r.log());
                     assert_within(&r, TIMEOUT);
                 }
@@ -155,7 +253,7 @@ fn same_origin_redirects_are_followed() {
         "/final" => Reply::json(200, doc.clone()),
         _ => Reply::json(404, "{}"),
     });
-    let p = Provider::start_on(format!("127.0.0.1:{port}").parse().unwrap(), tls_mode(ca.leaf(&["localhost"])), handler);
+    let p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), handler);
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once"]);
     let r = run(cmd);
@@ -173,7 +271,7 @@ fn listens_late_refused_then_fine() {
     let doc = discovery_doc(&iss);
     let late = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(700));
-        Provider::start_on(format!("127.0.0.1:{port}").parse().unwrap(), tls_mode(leaf), serve_at(WELL_KNOWN, doc))
+        Provider::start_on(loopback(port), tls_mode(leaf), serve_at(WELL_KNOWN, doc))
     });
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--timeout", "5s", "--fail-closed"]);
@@ -233,13 +331,7 @@ impl ConnectProxy {
 fn https_proxy_tunnels_and_the_certificate_is_still_checked() {
     let ca = TestCa::new();
     let proxy = ConnectProxy::start();
-    let port = free_port();
-    let iss = format!("https://localhost:{port}");
-    let provider = Provider::start_on(
-        format!("127.0.0.1:{port}").parse().unwrap(),
-        tls_mode(ca.leaf(&["localhost"])),
-        serve_at(WELL_KNOWN, discovery_doc(&iss)),
-    );
+    let (provider, iss) = ready_provider(&ca, "localhost", "");
     let proxy_url = format!("http://user:s3cret@{}", proxy.addr);
 
     let mut cmd = gate();
@@ -264,7 +356,11 @@ fn https_proxy_tunnels_and_the_certificate_is_still_checked() {
     // Through the tunnel the certificate is checked against the issuer's name.
     let port = free_port();
     let wrong = format!("https://localhost:{port}");
-    let _w = Provider::start_on(format!("127.0.0.1:{port}").parse().unwrap(), tls_mode(ca.leaf(&["other.test"])), serve_at(WELL_KNOWN, discovery_doc(&wrong)));
+    let _w = Provider::start_on(
+        loopback(port),
+        tls_mode(ca.leaf(&["other.test"])),
+        serve_at(WELL_KNOWN, discovery_doc(&wrong)),
+    );
     let mut cmd = gate();
     cmd.args(["--issuer", &wrong, "--ca-file", &ca.ca_arg(), "--once"]).env("HTTPS_PROXY", &proxy_url);
     let r = run(cmd);
@@ -279,19 +375,52 @@ fn bad_input_exits_2_with_the_fix() {
     let ca = TestCa::new();
     let no_cert = ca.path("key-only.pem");
     std::fs::write(&no_cert, "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIA==\n-----END EC PRIVATE KEY-----\n").unwrap();
-    let cases: Vec<(Vec<String>, Vec<(&str, &str)>, &str)> = vec![
+    type Case = (Vec<String>, Vec<(&'static str, &'static str)>, &'static str);
+    let cases: Vec<Case> = vec![
         (vec!["--issuer".into(), "not a url".into()], vec![], "--issuer: 'not a url' is not an absolute URL"),
         (vec!["--issuer".into(), "ftp://h".into()], vec![], "has the scheme 'ftp'"),
         (vec!["--issuer".into(), "https://h#frag".into()], vec![], "has a fragment"),
         (vec!["--issuer".into(), "".into()], vec![], "--issuer: '' is empty"),
-        (vec!["--issuer".into(), "https://h".into(), "--ca-file".into(), no_cert.display().to_string()], vec![], "no 'CERTIFICATE' block"),
-        (vec!["--issuer".into(), "https://h".into(), "--max-attempts".into(), "0".into()], vec![], "--max-attempts: '0'"),
-        (vec!["--issuer".into(), "https://h".into(), "--attempt-timeout".into(), "-1s".into()], vec![], "--attempt-timeout: '-1s'"),
-        (vec!["--issuer".into(), "https://h".into(), "--once".into(), "--max-attempts".into(), "3".into()], vec![], "--once makes exactly one attempt"),
-        (vec![], vec![("WAIT_FOR_IDP_ISSUER", "https://u:hunter2@h")], "WAIT_FOR_IDP_ISSUER: 'https://***@h' carries credentials"),
-        (vec!["--issuer".into(), "https://h".into()], vec![("WAIT_FOR_IDP_MAX_ATTEMPTS", "many")], "WAIT_FOR_IDP_MAX_ATTEMPTS: 'many'"),
-        (vec!["--issuer".into(), "https://h".into()], vec![("WAIT_FOR_IDP_METADATA", "saml")], "WAIT_FOR_IDP_METADATA: 'saml'"),
-        (vec!["--issuer".into(), "https://h".into()], vec![("HTTPS_PROXY", "socks5://u:pw@p:1")], "HTTPS_PROXY: 'socks5://***@p:1'"),
+        (
+            vec!["--issuer".into(), "https://h".into(), "--ca-file".into(), no_cert.display().to_string()],
+            vec![],
+            "no 'CERTIFICATE' block",
+        ),
+        (
+            vec!["--issuer".into(), "https://h".into(), "--max-attempts".into(), "0".into()],
+            vec![],
+            "--max-attempts: '0'",
+        ),
+        (
+            vec!["--issuer".into(), "https://h".into(), "--attempt-timeout".into(), "-1s".into()],
+            vec![],
+            "--attempt-timeout: '-1s'",
+        ),
+        (
+            vec!["--issuer".into(), "https://h".into(), "--once".into(), "--max-attempts".into(), "3".into()],
+            vec![],
+            "--once makes exactly one attempt",
+        ),
+        (
+            vec![],
+            vec![("WAIT_FOR_IDP_ISSUER", "https://u:hunter2@h")],
+            "WAIT_FOR_IDP_ISSUER: 'https://***@h' carries credentials",
+        ),
+        (
+            vec!["--issuer".into(), "https://h".into()],
+            vec![("WAIT_FOR_IDP_MAX_ATTEMPTS", "many")],
+            "WAIT_FOR_IDP_MAX_ATTEMPTS: 'many'",
+        ),
+        (
+            vec!["--issuer".into(), "https://h".into()],
+            vec![("WAIT_FOR_IDP_METADATA", "saml")],
+            "WAIT_FOR_IDP_METADATA: 'saml'",
+        ),
+        (
+            vec!["--issuer".into(), "https://h".into()],
+            vec![("HTTPS_PROXY", "socks5://u:pw@p:1")],
+            "HTTPS_PROXY: 'socks5://***@p:1'",
+        ),
     ];
     for (args, env, expected) in cases {
         let mut cmd = gate();

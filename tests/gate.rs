@@ -13,18 +13,6 @@ fn issuer(port: u16) -> String {
     format!("https://localhost:{port}")
 }
 
-/// A provider that serves a valid document for `https://localhost:PORT{path}`.
-fn provider_for_path(ca: &TestCa, issuer_path: &str) -> Provider {
-    let port = free_port();
-    let iss = format!("https://localhost:{port}{issuer_path}");
-    let path = format!("{}{WELL_KNOWN}", iss.trim_end_matches('/').trim_start_matches(&format!("https://localhost:{port}")));
-    Provider::start_on(
-        format!("127.0.0.1:{port}").parse().unwrap(),
-        tls_mode(ca.leaf(&["localhost"])),
-        serve_at(&path, discovery_doc(&iss)),
-    )
-}
-
 fn gate_for(ca: &TestCa, issuer: &str) -> std::process::Command {
     let mut cmd = gate();
     cmd.args(["--issuer", issuer, "--ca-file", &ca.ca_arg()]);
@@ -34,8 +22,8 @@ fn gate_for(ca: &TestCa, issuer: &str) -> std::process::Command {
 #[test]
 fn ready_at_once() {
     let ca = TestCa::new();
-    let p = provider_for_path(&ca, "");
-    let r = run(gate_for(&ca, &issuer(p.port())));
+    let (p, iss) = ready_provider(&ca, "localhost", "");
+    let r = run(gate_for(&ca, &iss));
     assert_eq!(r.code, Some(0), "{}", r.log());
     assert!(r.log().contains("attempt 1: passed"), "{}", r.log());
     assert!(r.log().contains("ready: https://localhost:"), "{}", r.log());
@@ -58,7 +46,7 @@ fn unavailable_then_ready_exits_right_after_readiness() {
             Reply::json(200, doc.clone())
         }
     });
-    let p = Provider::start_on(format!("127.0.0.1:{port}").parse().unwrap(), tls_mode(ca.leaf(&["localhost"])), handler);
+    let p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), handler);
     let r = run(gate_for(&ca, &iss));
     assert_eq!(r.code, Some(0), "{}", r.log());
     assert!(r.log().contains("http-status: HTTP 503"), "{}", r.log());
@@ -79,7 +67,7 @@ fn refused_then_listening() {
     let starter = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1_500));
         let started = Instant::now();
-        let p = Provider::start_on(format!("127.0.0.1:{port}").parse().unwrap(), tls_mode(leaf), serve_at(WELL_KNOWN, doc));
+        let p = Provider::start_on(loopback(port), tls_mode(leaf), serve_at(WELL_KNOWN, doc));
         (p, started)
     });
     let r = run(gate_for(&ca, &iss));
@@ -95,9 +83,9 @@ fn refused_then_listening() {
 #[test]
 fn untrusted_ca_never_passes() {
     let ca = TestCa::new();
-    let p = provider_for_path(&ca, "");
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
     let mut cmd = gate();
-    cmd.args(["--issuer", &issuer(p.port()), "--timeout", "1500ms", "--fail-closed"]);
+    cmd.args(["--issuer", &iss, "--timeout", "1500ms", "--fail-closed"]);
     let r = run(cmd);
     assert_eq!(r.code, Some(1), "{}", r.log());
     assert!(r.log().contains("tls: certificate for localhost is signed by an unknown CA"), "{}", r.log());
@@ -112,7 +100,7 @@ fn wrong_host_name_never_passes() {
     let port = free_port();
     let iss = issuer(port);
     let _p = Provider::start_on(
-        format!("127.0.0.1:{port}").parse().unwrap(),
+        loopback(port),
         tls_mode(ca.leaf(&["other.test"])),
         serve_at(WELL_KNOWN, discovery_doc(&iss)),
     );
@@ -129,7 +117,7 @@ fn issuer_mismatch_never_passes_and_shows_both_values() {
     let port = free_port();
     let iss = issuer(port);
     let _p = Provider::start_on(
-        format!("127.0.0.1:{port}").parse().unwrap(),
+        loopback(port),
         tls_mode(ca.leaf(&["localhost"])),
         serve_at(WELL_KNOWN, discovery_doc("https://sso.example.com")),
     );
@@ -146,8 +134,7 @@ fn issuer_mismatch_never_passes_and_shows_both_values() {
 #[test]
 fn trailing_slash_is_part_of_the_issuer() {
     let ca = TestCa::new();
-    let p = provider_for_path(&ca, "/application/o/app/");
-    let with_slash = format!("https://localhost:{}/application/o/app/", p.port());
+    let (_p, with_slash) = ready_provider(&ca, "localhost", "/application/o/app/");
     let r = run(gate_for(&ca, &with_slash));
     assert_eq!(r.code, Some(0), "{}", r.log());
 
@@ -172,7 +159,7 @@ fn path_issuers_under_both_metadata_kinds() {
         }
         _ => Reply::json(404, r#"{"error":"Realm does not exist"}"#),
     });
-    let p = Provider::start_on(format!("127.0.0.1:{port}").parse().unwrap(), tls_mode(ca.leaf(&["localhost"])), handler);
+    let p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), handler);
     for kind in ["oidc", "oauth"] {
         let mut cmd = gate_for(&ca, &iss);
         cmd.args(["--metadata", kind, "--max-attempts", "1", "--fail-closed"]);
@@ -180,7 +167,10 @@ fn path_issuers_under_both_metadata_kinds() {
         assert_eq!(r.code, Some(0), "{kind}: {}", r.log());
     }
     let paths: Vec<String> = p.seen.lock().unwrap().iter().map(|r| r.path.clone()).collect();
-    assert_eq!(paths, ["/realms/demo/.well-known/openid-configuration", "/.well-known/oauth-authorization-server/realms/demo"]);
+    assert_eq!(
+        paths,
+        ["/realms/demo/.well-known/openid-configuration", "/.well-known/oauth-authorization-server/realms/demo"]
+    );
 
     let with_slash = format!("{iss}/");
     let mut cmd = gate_for(&ca, &with_slash);
@@ -199,7 +189,7 @@ fn keycloak_404_while_the_realm_is_imported_is_retried() {
     let handler: Handler = Arc::new(move |_, n| {
         if n < 2 { Reply::json(404, r#"{"error":"Realm does not exist"}"#) } else { Reply::json(200, doc.clone()) }
     });
-    let _p = Provider::start_on(format!("127.0.0.1:{port}").parse().unwrap(), tls_mode(ca.leaf(&["localhost"])), handler);
+    let _p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), handler);
     let mut cmd = gate_for(&ca, &iss);
     cmd.args(["--interval", "200ms"]);
     let r = run(cmd);
@@ -253,8 +243,7 @@ fn max_attempts_ends_before_the_deadline() {
 #[test]
 fn once_prints_a_summary_or_fails_closed() {
     let ca = TestCa::new();
-    let p = provider_for_path(&ca, "/realms/demo");
-    let iss = format!("https://localhost:{}/realms/demo", p.port());
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/demo");
     let mut cmd = gate_for(&ca, &iss);
     cmd.arg("--once");
     let r = run(cmd);
@@ -276,8 +265,7 @@ fn once_prints_a_summary_or_fails_closed() {
 #[test]
 fn configured_entirely_by_environment_variables() {
     let ca = TestCa::new();
-    let p = provider_for_path(&ca, "/realms/demo");
-    let iss = format!("https://localhost:{}/realms/demo", p.port());
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/demo");
     let log = ca.path("termination-log");
     let mut cmd = gate();
     cmd.env("WAIT_FOR_IDP_ISSUER", &iss)
@@ -298,7 +286,7 @@ fn configured_entirely_by_environment_variables() {
 
     let mut cmd = gate();
     cmd.env("WAIT_FOR_IDP_ISSUER", &iss)
-        .env("WAIT_FOR_IDP_DISCOVERY_URL", format!("https://localhost:{}/realms/demo{WELL_KNOWN}", p.port()))
+        .env("WAIT_FOR_IDP_DISCOVERY_URL", format!("{iss}{WELL_KNOWN}"))
         .env("WAIT_FOR_IDP_CA_FILE", ca.ca_arg())
         .env("WAIT_FOR_IDP_SKIP_ISSUER_CHECK", "no")
         .env("WAIT_FOR_IDP_MAX_ATTEMPTS", "1");
@@ -312,7 +300,7 @@ fn discovery_url_fetches_elsewhere_but_expects_the_issuer() {
     let port = free_port();
     let public = "https://sso.example.com/realms/demo";
     let _p = Provider::start_on(
-        format!("127.0.0.1:{port}").parse().unwrap(),
+        loopback(port),
         tls_mode(ca.leaf(&["localhost"])),
         serve_at(&format!("/realms/demo{WELL_KNOWN}"), discovery_doc(public)),
     );
@@ -345,10 +333,9 @@ fn kubernetes_api_server_document_passes_without_strict_only() {
     let ca = TestCa::new();
     let port = free_port();
     let iss = issuer(port);
-    let body = std::fs::read_to_string(fixture("kubernetes-sa.json"))
-        .unwrap()
-        .replace("https://issuer.example.com", &iss);
-    let _p = Provider::start_on(format!("127.0.0.1:{port}").parse().unwrap(), tls_mode(ca.leaf(&["localhost"])), serve_at(WELL_KNOWN, body));
+    let body =
+        std::fs::read_to_string(fixture("kubernetes-sa.json")).unwrap().replace("https://issuer.example.com", &iss);
+    let _p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), serve_at(WELL_KNOWN, body));
     let mut cmd = gate_for(&ca, &iss);
     cmd.arg("--once");
     let r = run(cmd);
@@ -358,19 +345,32 @@ fn kubernetes_api_server_document_passes_without_strict_only() {
     cmd.args(["--once", "--strict"]);
     let r = run(cmd);
     assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("missing-field: --strict: REQUIRED member(s) missing: authorization_endpoint"), "{}", r.log());
+    assert!(
+        r.log().contains("missing-field: --strict: REQUIRED member(s) missing: authorization_endpoint"),
+        "{}",
+        r.log()
+    );
 }
 
 #[test]
 fn bad_values_exit_2_naming_the_flag_or_variable() {
-    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
         (&["--issuer", "https://h", "--timeout", "0"], &[], "--timeout: '0'"),
         (&["--issuer", "https://h", "--timeout", "-32"], &[], "--timeout: '-32'"),
         (&["--issuer", "https://h", "--interval", "fast"], &[], "--interval: 'fast'"),
         (&["--issuer", "sso.example.com"], &[], "--issuer: 'sso.example.com' is not an absolute URL"),
         (&["--issuer", "https://h/?x=1"], &[], "query"),
-        (&["--issuer", "https://h", "--ca-file", "/nonexistent.pem"], &[], "--ca-file: CA file '/nonexistent.pem' cannot be read"),
-        (&["--issuer", "https://h"], &[("WAIT_FOR_IDP_TIMEOUT", "5 minutes please")], "WAIT_FOR_IDP_TIMEOUT: '5 minutes please'"),
+        (
+            &["--issuer", "https://h", "--ca-file", "/nonexistent.pem"],
+            &[],
+            "--ca-file: CA file '/nonexistent.pem' cannot be read",
+        ),
+        (
+            &["--issuer", "https://h"],
+            &[("WAIT_FOR_IDP_TIMEOUT", "5 minutes please")],
+            "WAIT_FOR_IDP_TIMEOUT: '5 minutes please'",
+        ),
         (&[], &[], "no issuer given"),
         (&["--issuer", "https://h", "--bogus"], &[], "unexpected argument '--bogus'"),
     ];
@@ -441,10 +441,7 @@ fn termination_log_gets_the_outcome() {
 #[test]
 fn sigterm_as_pid_1_ends_the_wait_promptly() {
     let probe = std::process::Command::new("unshare").args(["--pid", "--fork", "--mount-proc", "true"]).status();
-    assert!(
-        matches!(probe, Ok(s) if s.success()),
-        "this test needs `unshare --pid --fork` (util-linux, run as root)"
-    );
+    assert!(matches!(probe, Ok(s) if s.success()), "this test needs `unshare --pid --fork` (util-linux, run as root)");
     let ca = TestCa::new();
     let p = always_503(&ca);
     let log = ca.path("termination-log");

@@ -12,7 +12,6 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 const TRIPLE: &str = "x86_64-unknown-linux-musl";
-const WELL_KNOWN: &str = "/.well-known/openid-configuration";
 
 /// The release musl binary, built on first use if the test command has not built it yet.
 fn static_binary() -> PathBuf {
@@ -59,13 +58,7 @@ fn static_binary_runs_alone_in_a_scratch_like_root() {
     assert!(is_fully_static(&bin), "{} is dynamically linked", bin.display());
 
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = format!("https://idp.test:{port}");
-    let _p = Provider::start_on(
-        format!("127.0.0.1:{port}").parse().unwrap(),
-        tls_mode(ca.leaf(&["idp.test"])),
-        serve_at(WELL_KNOWN, discovery_doc(&iss)),
-    );
+    let (_p, iss) = ready_provider(&ca, "idp.test", "");
     // What the kubelet gives a scratch container: the binary, etc/hosts, etc/resolv.conf, and the
     // CA bundle as a mounted ConfigMap would be.
     let root = ca.path("root");
@@ -83,7 +76,8 @@ fn static_binary_runs_alone_in_a_scratch_like_root() {
     assert_eq!(r.code, Some(0), "{}", r.log());
     assert!(r.stdout.contains(&format!("issuer                  {iss}")), "{}", r.stdout);
 
-    let files: Vec<String> = walk(&root).into_iter().map(|p| p.strip_prefix(&root).unwrap().display().to_string()).collect();
+    let files: Vec<String> =
+        walk(&root).into_iter().map(|p| p.strip_prefix(&root).unwrap().display().to_string()).collect();
     assert_eq!(files, ["ca/ca.pem", "etc/hosts", "etc/resolv.conf", "wait-for-idp"]);
 }
 
@@ -151,7 +145,10 @@ fn run_image(ca: &TestCa, args: &[&str]) -> Run {
 #[test]
 fn image_is_scratch_with_only_the_binary_as_non_root() {
     let tag = image();
-    let out = podman().args(["image", "inspect", "--format", "{{.Config.User}}|{{json .Config.Entrypoint}}|{{.Size}}", tag]).output().unwrap();
+    let out = podman()
+        .args(["image", "inspect", "--format", "{{.Config.User}}|{{json .Config.Entrypoint}}|{{.Size}}", tag])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let parts: Vec<&str> = text.split('|').collect();
     assert_eq!(parts[0], "65532:65532", "{text}");
@@ -167,13 +164,7 @@ fn image_is_scratch_with_only_the_binary_as_non_root() {
 #[test]
 fn image_passes_against_a_ready_provider() {
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = format!("https://localhost:{port}");
-    let _p = Provider::start_on(
-        format!("127.0.0.1:{port}").parse().unwrap(),
-        tls_mode(ca.leaf(&["localhost"])),
-        serve_at(WELL_KNOWN, discovery_doc(&iss)),
-    );
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
     let r = run_image(&ca, &["--issuer", &iss, "--timeout", "20s"]);
     assert_eq!(r.code, Some(0), "{}", r.log());
     assert!(r.log().contains("ready: "), "{}", r.log());

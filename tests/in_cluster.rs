@@ -11,10 +11,6 @@ use std::time::{Duration, Instant};
 
 const WELL_KNOWN: &str = "/.well-known/openid-configuration";
 
-fn on(port: u16) -> std::net::SocketAddr {
-    format!("127.0.0.1:{port}").parse().unwrap()
-}
-
 fn jwks_body() -> String {
     std::fs::read_to_string(fixture("keycloak-mafiasi.jwks.json")).unwrap()
 }
@@ -32,10 +28,16 @@ fn connect_to_keeps_the_public_name_for_tls_and_host() {
     assert_eq!(p.seen.lock().unwrap()[0].header("host"), Some("sso.example.test"));
 
     // The certificate is still checked against the public name, not the address connected to.
-    let wrong = Provider::start(tls_mode(ca.leaf(&["127.0.0.1", "localhost"])), serve_at(WELL_KNOWN, discovery_doc(public)));
+    let wrong =
+        Provider::start(tls_mode(ca.leaf(&["127.0.0.1", "localhost"])), serve_at(WELL_KNOWN, discovery_doc(public)));
     let mut cmd = gate();
-    cmd.env("WAIT_FOR_IDP_CONNECT_TO", format!("sso.example.test:443:localhost:{}", wrong.port()))
-        .args(["--issuer", public, "--ca-file", &ca.ca_arg(), "--once"]);
+    cmd.env("WAIT_FOR_IDP_CONNECT_TO", format!("sso.example.test:443:localhost:{}", wrong.port())).args([
+        "--issuer",
+        public,
+        "--ca-file",
+        &ca.ca_arg(),
+        "--once",
+    ]);
     let r = run(cmd);
     assert_eq!(r.code, Some(1), "{}", r.log());
     assert!(r.log().contains("not sso.example.test"), "{}", r.log());
@@ -57,7 +59,7 @@ fn bearer_token_goes_to_the_discovery_origin_only_and_is_never_printed() {
     let doc = doc.to_string();
     let expected = format!("Bearer {secret}");
     let api = Provider::start_on(
-        on(port),
+        loopback(port),
         tls_mode(ca.leaf(&["localhost"])),
         Arc::new(move |req, _| {
             if req.header("authorization") == Some(expected.as_str()) {
@@ -92,7 +94,7 @@ fn token_file_is_reread_on_every_attempt() {
     let iss = format!("https://localhost:{port}");
     let doc = discovery_doc(&iss);
     let p = Provider::start_on(
-        on(port),
+        loopback(port),
         tls_mode(ca.leaf(&["localhost"])),
         Arc::new(move |req, _| match req.header("authorization") {
             Some("Bearer new-token") => Reply::json(200, doc.clone()),
@@ -110,7 +112,8 @@ fn token_file_is_reread_on_every_attempt() {
     let r = run(cmd);
     rotate.join().unwrap();
     assert_eq!(r.code, Some(0), "{}", r.log());
-    let seen: Vec<String> = p.seen.lock().unwrap().iter().filter_map(|r| r.header("authorization").map(String::from)).collect();
+    let seen: Vec<String> =
+        p.seen.lock().unwrap().iter().filter_map(|r| r.header("authorization").map(String::from)).collect();
     assert_eq!(seen.first().map(String::as_str), Some("Bearer old-token"));
     assert_eq!(seen.last().map(String::as_str), Some("Bearer new-token"));
     assert!(!r.log().contains("old-token") && !r.log().contains("new-token"));
@@ -125,7 +128,7 @@ fn empty_or_failing_jwks_is_not_ready() {
     let jwks_calls = Arc::new(AtomicUsize::new(0));
     let calls = jwks_calls.clone();
     let _p = Provider::start_on(
-        on(port),
+        loopback(port),
         tls_mode(ca.leaf(&["localhost"])),
         Arc::new(move |req, _| {
             if req.path == WELL_KNOWN {
@@ -157,25 +160,31 @@ fn empty_or_failing_jwks_is_not_ready() {
 fn several_issuers_all_must_be_ready_one_late() {
     let ca = TestCa::new();
     let started = Instant::now();
-    let early = Provider::start_on(on(free_port()), tls_mode(ca.leaf(&["localhost"])), Arc::new(|_, _| Reply::json(404, "{}")));
-    let early_iss = format!("https://localhost:{}", early.port());
-    drop(early);
-    let port_a = free_port();
-    let iss_a = format!("https://localhost:{port_a}");
-    let _a = Provider::start_on(on(port_a), tls_mode(ca.leaf(&["localhost"])), serve_at(WELL_KNOWN, discovery_doc(&iss_a)));
+    let never_iss = format!("https://localhost:{}", free_port());
+    let (_a, iss_a) = ready_provider(&ca, "localhost", "");
     let port_b = free_port();
     let iss_b = format!("https://localhost:{port_b}/realms/late");
     let doc_b = discovery_doc(&iss_b);
     let _b = Provider::start_on(
-        on(port_b),
+        loopback(port_b),
         tls_mode(ca.leaf(&["localhost"])),
         Arc::new(move |_, _| {
-            if started.elapsed() < Duration::from_millis(1500) { Reply::text(503, "starting") } else { Reply::json(200, doc_b.clone()) }
+            if started.elapsed() < Duration::from_millis(1500) {
+                Reply::text(503, "starting")
+            } else {
+                Reply::json(200, doc_b.clone())
+            }
         }),
     );
     let mut cmd = gate();
-    cmd.env("WAIT_FOR_IDP_ISSUER", format!("{iss_a},{iss_b}"))
-        .args(["--ca-file", &ca.ca_arg(), "--interval", "300ms", "--output", "json"]);
+    cmd.env("WAIT_FOR_IDP_ISSUER", format!("{iss_a},{iss_b}")).args([
+        "--ca-file",
+        &ca.ca_arg(),
+        "--interval",
+        "300ms",
+        "--output",
+        "json",
+    ]);
     let r = run(cmd);
     assert_eq!(r.code, Some(0), "{}", r.log());
     assert!(r.elapsed >= Duration::from_millis(1400), "waited for the late one: {:?}", r.elapsed);
@@ -188,7 +197,19 @@ fn several_issuers_all_must_be_ready_one_late() {
 
     // One never ready: the whole gate is not ready, and the summary names that issuer.
     let mut cmd = gate();
-    cmd.args(["--issuer", &iss_a, "--issuer", &early_iss, "--ca-file", &ca.ca_arg(), "--timeout", "1s", "--fail-closed", "--output", "json"]);
+    cmd.args([
+        "--issuer",
+        &iss_a,
+        "--issuer",
+        &never_iss,
+        "--ca-file",
+        &ca.ca_arg(),
+        "--timeout",
+        "1s",
+        "--fail-closed",
+        "--output",
+        "json",
+    ]);
     let r = run(cmd);
     assert_eq!(r.code, Some(1), "{}", r.log());
     assert_within(&r, Duration::from_secs(1));
@@ -198,7 +219,7 @@ fn several_issuers_all_must_be_ready_one_late() {
     assert_eq!(json["issuers"][0]["ready"], true);
     assert_eq!(json["issuers"][1]["ready"], false);
     assert_eq!(json["issuers"][1]["last_failure"]["class"], "connect");
-    assert!(r.log().contains(&format!("not ready: {early_iss} (deadline")), "{}", r.log());
+    assert!(r.log().contains(&format!("not ready: {never_iss} (deadline")), "{}", r.log());
 }
 
 #[test]
@@ -209,9 +230,11 @@ fn flapping_provider_needs_consecutive_successes() {
     let doc = discovery_doc(&iss);
     // A rolling restart: good, bad, good, good, bad, then steady.
     let p = Provider::start_on(
-        on(port),
+        loopback(port),
         tls_mode(ca.leaf(&["localhost"])),
-        Arc::new(move |_, n| if n == 1 || n == 4 { Reply::text(502, "bad gateway") } else { Reply::json(200, doc.clone()) }),
+        Arc::new(
+            move |_, n| if n == 1 || n == 4 { Reply::text(502, "bad gateway") } else { Reply::json(200, doc.clone()) },
+        ),
     );
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--successes", "3", "--interval", "100ms"]);
@@ -224,9 +247,7 @@ fn flapping_provider_needs_consecutive_successes() {
 #[test]
 fn oauth2_proxy_variables_configure_the_gate() {
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = format!("https://localhost:{port}/realms/demo");
-    let _p = Provider::start_on(on(port), tls_mode(ca.leaf(&["localhost"])), serve_at(&format!("/realms/demo{WELL_KNOWN}"), discovery_doc(&iss)));
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/demo");
     let mut cmd = gate();
     cmd.env("OAUTH2_PROXY_OIDC_ISSUER_URL", &iss)
         .env("OAUTH2_PROXY_PROVIDER_CA_FILES", ca.ca_arg())
@@ -250,9 +271,7 @@ fn oauth2_proxy_variables_configure_the_gate() {
 #[test]
 fn json_output_parses_and_matches_the_outcome() {
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = format!("https://localhost:{port}");
-    let _p = Provider::start_on(on(port), tls_mode(ca.leaf(&["localhost"])), serve_at(WELL_KNOWN, discovery_doc(&iss)));
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
     let r = run(cmd);

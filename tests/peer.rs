@@ -32,7 +32,7 @@ fn start_peer(ca: &TestCa, issuer: &str, port: u16, delay_ms: u64, wait: bool) -
         "oidc-provider is not installed: run the test command (.ci/test), which runs `npm ci` in tests/peer"
     );
     let (cert, key) = ca.leaf_pem_files(&["localhost"]);
-    let mut child = Command::new("node")
+    let child = Command::new("node")
         .arg(dir.join("provider.mjs"))
         .current_dir(&dir)
         .env("PEER_ISSUER", issuer)
@@ -130,5 +130,11 @@ fn oauth_metadata_is_not_served_by_oidc_provider() {
     cmd.args(["--metadata", "oauth", "--once"]);
     let r = run(cmd);
     assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains(&format!("HTTP 404 Not Found from https://localhost:{port}/.well-known/oauth-authorization-server/realms/test")), "{}", r.log());
+    assert!(
+        r.log().contains(&format!(
+            "HTTP 404 Not Found from https://localhost:{port}/.well-known/oauth-authorization-server/realms/test"
+        )),
+        "{}",
+        r.log()
+    );
 }

@@ -95,10 +95,7 @@ pub struct Request {
 
 impl Request {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
 
@@ -169,6 +166,23 @@ pub fn serve_at(path: &str, body: String) -> Handler {
             Reply::json(404, r#"{"error":"Realm does not exist"}"#)
         }
     })
+}
+
+/// 127.0.0.1:port.
+pub fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+/// A provider that is ready at once: on loopback, with a certificate for `name`, serving a valid
+/// document for the issuer `https://{name}:PORT{path}` at its OIDC well-known URL (404 elsewhere).
+/// Returns the provider and its issuer.
+pub fn ready_provider(ca: &TestCa, name: &str, path: &str) -> (Provider, String) {
+    let port = free_port();
+    let issuer = format!("https://{name}:{port}{path}");
+    let well_known = format!("{}/.well-known/openid-configuration", path.trim_end_matches('/'));
+    let provider =
+        Provider::start_on(loopback(port), tls_mode(ca.leaf(&[name])), serve_at(&well_known, discovery_doc(&issuer)));
+    (provider, issuer)
 }
 
 /// How the listener treats a new connection before HTTP.
@@ -320,7 +334,8 @@ fn serve_connection(
             Ok(())
         }
         Reply::Drip { every } => {
-            let _ = out.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n");
+            let _ =
+                out.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n");
             let _ = out.flush();
             while !stop.load(Ordering::SeqCst) {
                 if out.write_all(b" ").and_then(|_| out.flush()).is_err() {
@@ -331,7 +346,8 @@ fn serve_connection(
             Ok(())
         }
         Reply::Endless => {
-            let _ = out.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+            let _ = out
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
             let chunk = format!("{:x}\r\n{}\r\n", 4096, " ".repeat(4096));
             while !stop.load(Ordering::SeqCst) {
                 if out.write_all(chunk.as_bytes()).is_err() {
@@ -341,7 +357,9 @@ fn serve_connection(
             Ok(())
         }
         Reply::ResetMidBody => {
-            let _ = out.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"issuer\":");
+            let _ = out.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"issuer\":",
+            );
             let _ = out.flush();
             std::thread::sleep(Duration::from_millis(50));
             set_linger_zero(&raw);
