@@ -7,7 +7,9 @@
 3. Policy: every container passes Pod Security "restricted" and carries resources and
    terminationMessagePolicy: FallbackToLogsOnError.
 4. Interface: every wait-for-idp container's args and env (ConfigMaps resolved) are accepted by
-   the binary's own parsing (`--dry-run`), so a renamed flag or a typo in a variable fails here.
+   the binary's own parsing (`--dry-run`), so a renamed flag or a typo in a variable fails here;
+   and where the workload names its issuer (--oidc-issuer-url, OAUTH2_PROXY_OIDC_ISSUER_URL), the
+   gate waits for that very issuer.
 
 Usage: check_deploy.py --bin PATH --kubectl PATH --helm PATH --ca PEM --token FILE -k 1.25 -k 1.37
 Prints one line per check and a closing "deploy: N passed, M failed".
@@ -117,6 +119,19 @@ def gate_invocation(container, configmaps, ca, token):
     return argv, env, None
 
 
+def client_issuers(pod):
+    """Issuers that the pod's other containers are configured with (oauth2-proxy style)."""
+    found = set()
+    for c in pod.get("containers") or []:
+        for a in c.get("args") or []:
+            if a.startswith("--oidc-issuer-url="):
+                found.add(a.split("=", 1)[1])
+        for e in c.get("env") or []:
+            if e.get("name") == "OAUTH2_PROXY_OIDC_ISSUER_URL" and "value" in e:
+                found.add(e["value"])
+    return found
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True)
@@ -159,6 +174,12 @@ def main():
                 out = subprocess.run([args.bin, *argv, "--dry-run"], env=env, capture_output=True, text=True)
                 check(f"{where}: the binary accepts its flags and variables", out.returncode == 0,
                       (out.stdout + out.stderr).strip())
+                gate_issuers = {line.split(None, 1)[1].strip() for line in out.stdout.splitlines()
+                                if line.startswith("issuer ")}
+                clients = client_issuers(pod)
+                if clients:
+                    check(f"{where}: waits for the issuer its workload uses", clients <= gate_issuers,
+                          f"workload {sorted(clients)} vs gate {sorted(gate_issuers)}")
     check("every rendering contains a wait-for-idp container", gates >= 5, f"found {gates}")
     print(f"\ndeploy: {RESULTS['passed']} passed, {RESULTS['failed']} failed")
     return 1 if RESULTS["failed"] else 0
