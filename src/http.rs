@@ -29,6 +29,8 @@ pub const MAX_REDIRECTS: usize = 5;
 pub struct Fetched {
     pub status: u16,
     pub content_type: Option<String>,
+    /// The Location header, used to follow redirects.
+    pub location: Option<String>,
     pub body: Vec<u8>,
     /// The URL that answered, after redirects.
     pub url: String,
@@ -172,7 +174,7 @@ impl HttpClient {
             }
             let fetched = self.get_once(&current, left, headers)?;
             if !matches!(fetched.status, 301 | 302 | 303 | 307 | 308) {
-                return Ok(fetched.into());
+                return Ok(fetched);
             }
             let location = fetched.location.clone().ok_or_else(|| {
                 FetchError::Redirect(format!("HTTP {} redirect without a Location header", fetched.status))
@@ -204,7 +206,7 @@ impl HttpClient {
         }
     }
 
-    fn get_once(&self, url: &str, budget: Duration, headers: &[(&str, String)]) -> Result<Hop, FetchError> {
+    fn get_once(&self, url: &str, budget: Duration, headers: &[(&str, String)]) -> Result<Fetched, FetchError> {
         let parts = split_url(url).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
         let proxy = self.proxies.for_url(&parts).map(|c| c.proxy.clone());
         let host = parts.host.trim_start_matches('[').trim_end_matches(']').to_string();
@@ -223,22 +225,7 @@ impl HttpClient {
             .limit(BODY_LIMIT)
             .read_to_vec()
             .map_err(|e| classify(e, &host, Phase::Body, budget))?;
-        Ok(Hop { status, content_type, location, body, url: url.to_string() })
-    }
-}
-
-/// One hop's response, with the Location header kept for redirects.
-struct Hop {
-    status: u16,
-    content_type: Option<String>,
-    location: Option<String>,
-    body: Vec<u8>,
-    url: String,
-}
-
-impl From<Hop> for Fetched {
-    fn from(h: Hop) -> Fetched {
-        Fetched { status: h.status, content_type: h.content_type, body: h.body, url: h.url }
+        Ok(Fetched { status, content_type, location, body, url: url.to_string() })
     }
 }
 
