@@ -102,6 +102,14 @@ class Provider:
             self.server = None
 
 
+def serving(certs, mode):
+    """A provider already listening on a free port, answering as `mode`."""
+    provider = Provider(certs, free_port())
+    provider.mode = mode
+    provider.listen()
+    return provider
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -208,11 +216,9 @@ def main():
         rows.append(("image (scratch + binary)", f"{args.image_size:,} bytes", "", None))
 
     # 2. One successful check: wall time and peak RSS, median of N.
-    port = free_port()
-    issuer = f"https://localhost:{port}"
+    provider = serving(certs, "ready")
+    issuer = f"https://localhost:{provider.port}"
     url = f"{issuer}/.well-known/openid-configuration"
-    provider = Provider(certs, port)
-    provider.listen()
     one_check = {
         "wait-for-idp --once": [args.bin, "--once", "--issuer", issuer, "--ca-file", str(certs / "ca.pem")],
         "curl -fsS --cacert": ["curl", "-fsS", "-o", "/dev/null", "--cacert", str(certs / "ca.pem"), url],
@@ -252,37 +258,28 @@ def main():
                          f"median {median(xs):.3f} s, p95 {p95(xs):.3f} s", target, ok))
 
     # 4. Load on a provider answering 503, from one gate with defaults.
-    port = free_port()
-    provider = Provider(certs, port)
-    provider.mode = "503"
-    provider.listen()
+    provider = serving(certs, "503")
     window = 30
-    run_measured([args.bin, "--issuer", f"https://localhost:{port}", "--ca-file", str(certs / "ca.pem"), "--timeout", f"{window}s"])
+    run_measured([args.bin, "--issuer", f"https://localhost:{provider.port}", "--ca-file", str(certs / "ca.pem"), "--timeout", f"{window}s"])
     rate = provider.requests / window
     provider.close()
     rows.append((f"requests/s on a 503 provider, one gate, defaults ({window} s)", f"{rate:.2f}/s", "≤ 1.2/s", rate <= 1.2))
 
     # 5. Overrun past --timeout against a provider that accepts and never answers.
-    port = free_port()
-    provider = Provider(certs, port)
-    provider.mode = "silent"
-    provider.listen()
+    provider = serving(certs, "silent")
     overruns = []
     for _ in range(10):
-        wall, _, _ = run_measured([args.bin, "--issuer", f"https://localhost:{port}", "--ca-file", str(certs / "ca.pem"), "--timeout", "2s"])
+        wall, _, _ = run_measured([args.bin, "--issuer", f"https://localhost:{provider.port}", "--ca-file", str(certs / "ca.pem"), "--timeout", "2s"])
         overruns.append(wall - 2.0)
     provider.close()
     rows.append(("overrun past --timeout 2s, silent provider (10 runs)",
                  f"median {median(overruns) * 1000:.1f} ms, max {max(overruns) * 1000:.1f} ms", "≤ 50 ms", max(overruns) <= 0.05))
 
     # 6. Exit latency after SIGTERM as PID 1 (in a new PID namespace, signalled from outside).
-    port = free_port()
-    provider = Provider(certs, port)
-    provider.mode = "503"
-    provider.listen()
+    provider = serving(certs, "503")
     latencies = []
     for _ in range(10):
-        outer = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", args.bin, "--issuer", f"https://localhost:{port}",
+        outer = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", args.bin, "--issuer", f"https://localhost:{provider.port}",
                                   "--ca-file", str(certs / "ca.pem"), "--timeout", "60s"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
