@@ -11,6 +11,8 @@ pub mod cli;
 pub mod config;
 pub mod connect_to;
 pub mod discovery;
+#[doc(hidden)]
+pub mod fuzz_checks;
 pub mod http;
 pub mod jwks;
 pub mod probe;

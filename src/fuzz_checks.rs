@@ -1,0 +1,60 @@
+//! The properties the fuzz targets check, kept here so that the same checks also run over the
+//! seed inputs in the ordinary test suite (tests/fuzz_seeds.rs) without a nightly toolchain.
+//! Each function panics when a property fails, which is what a fuzzer looks for.
+
+use crate::discovery::{
+    MetadataKind, Rules, check_issuer_url, printable_excerpt, split_url, validate_document, well_known_url,
+};
+use crate::http::resolve_location;
+use crate::redact::redact_url;
+
+/// Document validation over arbitrary bytes: never panics, and never accepts a document for
+/// another issuer, or an OIDC document without `jwks_uri`. The first line, if any, is the
+/// configured issuer; the rest is the body.
+pub fn document(data: &[u8]) {
+    let (issuer, body) = match data.iter().position(|b| *b == b'\n') {
+        Some(i) => (String::from_utf8_lossy(&data[..i]).into_owned(), &data[i + 1..]),
+        None => ("https://issuer.example".to_string(), data),
+    };
+    for kind in [MetadataKind::Oidc, MetadataKind::OAuth] {
+        for strict in [false, true] {
+            let rules = Rules { kind, strict, skip_issuer_check: false };
+            if let Ok(doc) = validate_document(body, &issuer, rules) {
+                assert_eq!(doc.issuer, issuer, "accepted a document for another issuer");
+                if kind == MetadataKind::Oidc {
+                    assert!(doc.jwks_uri.is_some(), "accepted an OIDC document without jwks_uri");
+                }
+            }
+        }
+    }
+    let _ = printable_excerpt(body, 100);
+}
+
+/// URL handling over arbitrary text: splitting, issuer checks, well-known derivation, redirect
+/// resolution and redaction never panic; derived URLs stay on the issuer's origin; redaction is
+/// stable and leaves no userinfo. The first line is a URL, the second a Location header.
+pub fn urls(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let (first, second) = text.split_once('\n').unwrap_or((text, "/"));
+    let _ = split_url(first);
+    if let Ok(parts) = check_issuer_url(first) {
+        let origin = parts.origin();
+        for kind in [MetadataKind::Oidc, MetadataKind::OAuth] {
+            let url = well_known_url(first, kind);
+            let derived = split_url(&url).expect("a derived URL parses");
+            assert_eq!(derived.origin(), origin, "derivation left the issuer's origin: {url}");
+        }
+        if let Ok(next) = resolve_location(first, second) {
+            let _ = split_url(&next);
+        }
+    }
+    let redacted = redact_url(text);
+    assert_eq!(redact_url(&redacted), redacted, "redaction is stable");
+    if let Ok(parts) = split_url(first) {
+        if parts.has_userinfo {
+            let r = redact_url(first);
+            let (_, after_scheme) = r.split_once("://").expect("a URL keeps its scheme");
+            assert!(after_scheme.starts_with("***@"), "credentials left in {r}");
+        }
+    }
+}
