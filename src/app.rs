@@ -21,8 +21,9 @@ pub const EXIT_READY: i32 = 0;
 pub const EXIT_NOT_READY: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 
-/// How long after the deadline the main thread still waits for a clipped attempt to report.
-/// Keeps the total within the promised `--timeout` + 0.1 s.
+/// How long after the deadline the main thread still waits for an issuer's thread to report.
+/// Attempts clipped by the deadline end early (`wait::UNWIND`), so this is only the backstop
+/// that keeps the total within the promised `--timeout` + 0.1 s whatever an attempt is doing.
 const GRACE: Duration = Duration::from_millis(25);
 
 enum Event {
