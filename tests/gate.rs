@@ -13,12 +13,6 @@ fn issuer(port: u16) -> String {
     format!("https://localhost:{port}")
 }
 
-fn gate_for(ca: &TestCa, issuer: &str) -> std::process::Command {
-    let mut cmd = gate();
-    cmd.args(["--issuer", issuer, "--ca-file", &ca.ca_arg()]);
-    cmd
-}
-
 #[test]
 fn ready_at_once() {
     let ca = TestCa::new();

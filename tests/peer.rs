@@ -55,12 +55,6 @@ fn start_peer(ca: &TestCa, issuer: &str, port: u16, delay_ms: u64, wait: bool) -
     peer
 }
 
-fn gate_for(ca: &TestCa, issuer: &str) -> Command {
-    let mut cmd = gate();
-    cmd.args(["--issuer", issuer, "--ca-file", &ca.ca_arg()]);
-    cmd
-}
-
 #[test]
 fn cold_start_gate_exits_right_after_the_provider_serves() {
     let ca = TestCa::new();

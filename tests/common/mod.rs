@@ -420,6 +420,13 @@ pub fn gate() -> Command {
     cmd
 }
 
+/// The gate for `issuer`, trusting the test CA.
+pub fn gate_for(ca: &TestCa, issuer: &str) -> Command {
+    let mut cmd = gate();
+    cmd.args(["--issuer", issuer, "--ca-file", &ca.ca_arg()]);
+    cmd
+}
+
 /// Runs and measures, on the monotonic clock, killing the child after `limit` so a broken
 /// build cannot hang the suite.
 pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
