@@ -118,7 +118,9 @@ pub fn failure_counts(tally: &Tally) -> String {
 pub fn not_ready_reason(verdict: Verdict, tally: &Tally, config: &Config) -> String {
     match verdict {
         Verdict::Ready => "ready".into(),
-        Verdict::DeadlineReached => format!("deadline of {} reached", secs(config.timeout)),
+        Verdict::DeadlineReached => {
+            format!("no time left for another attempt within the {} timeout", secs(config.timeout))
+        }
         Verdict::AttemptsExhausted => format!("all {} attempt(s) used", tally.attempts),
     }
 }

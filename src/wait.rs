@@ -3,7 +3,8 @@
 //! The clock, the sleeper and the attempt itself are injected, so the rules below are tested
 //! with a virtual clock and no real sleeping:
 //! - the first attempt starts at once;
-//! - no attempt budget and no pause reaches past the deadline;
+//! - no attempt budget and no pause reaches past the deadline, and no later attempt is started
+//!   with less than [`MIN_ATTEMPT`] to run;
 //! - a refused connection is retried after about [`FAST_RETRY`]: it costs the provider nothing,
 //!   and most providers go straight from "refused" to serving, so polling fast there is what
 //!   makes the gate exit within a fraction of a second of readiness;
@@ -27,6 +28,14 @@ pub const PACED_LOW: f64 = 0.8;
 /// logged and reported before the deadline rather than cut off by it. HTTP timeouts fire up to
 /// a few tens of milliseconds late (measured with ureq during a stalled TLS handshake).
 pub const UNWIND: Duration = Duration::from_millis(60);
+
+/// The least time worth giving a later attempt (or the attempt timeout, if smaller). An attempt
+/// squeezed into the last few milliseconds can only fail with a timeout of its own making, and
+/// that would hide the provider's real last answer: a slow CI machine once logged "timeout: no
+/// answer within 0.01s" as the last failure of a provider that had answered 503 all along. So
+/// the last pause is shortened to leave the final attempt this much, and when even that does not
+/// fit, the wait ends at once instead of idling out the remainder.
+pub const MIN_ATTEMPT: Duration = Duration::from_millis(200);
 
 pub trait Clock {
     fn now(&self) -> Instant;
@@ -131,6 +140,7 @@ pub fn wait_until_ready(
 ) -> (Verdict, Tally) {
     let mut tally = Tally::default();
     let needed = schedule.successes.max(1);
+    let floor = MIN_ATTEMPT.min(schedule.attempt_timeout);
     loop {
         let left = schedule.deadline.saturating_duration_since(clock.now());
         let budget = schedule.attempt_timeout.min(left.saturating_sub(UNWIND));
@@ -157,16 +167,18 @@ pub fn wait_until_ready(
             }
         };
         let left = schedule.deadline.saturating_duration_since(clock.now());
+        // The latest moment, from now, at which a next attempt still gets `floor` to run.
+        let room = left.saturating_sub(UNWIND + floor);
         let verdict = if tally.consecutive_successes >= needed {
             Some(Verdict::Ready)
         } else if schedule.max_attempts.is_some_and(|max| tally.attempts >= max) {
             Some(Verdict::AttemptsExhausted)
-        } else if left.is_zero() {
+        } else if room.is_zero() {
             Some(Verdict::DeadlineReached)
         } else {
             None
         };
-        let next_pause = verdict.is_none().then(|| pause.min(left));
+        let next_pause = verdict.is_none().then(|| pause.min(room));
         observe(&AttemptReport { number: tally.attempts, outcome: &outcome, left, next_pause }, &tally);
         match (verdict, next_pause) {
             (Some(v), _) => return (v, tally),
@@ -276,8 +288,9 @@ mod tests {
             let (v, _, starts) = run(&time, s, Duration::from_millis(cost_ms), status_503(), Duration::MAX);
             assert_eq!(v, Verdict::DeadlineReached);
             assert!(time.at() <= Duration::from_millis(7_300), "cost {cost_ms}: ended at {:?}", time.at());
-            for (start, budget) in starts {
+            for (i, (start, budget)) in starts.into_iter().enumerate() {
                 assert!(start + budget + UNWIND <= Duration::from_millis(7_300), "attempt budget crosses the deadline");
+                assert!(i == 0 || budget >= MIN_ATTEMPT, "cost {cost_ms}: attempt {i} squeezed into {budget:?}");
             }
         }
     }
@@ -288,7 +301,12 @@ mod tests {
         let (_, tally, starts) =
             run(&time, schedule(&time, 10_000), Duration::from_millis(1), status_503(), Duration::MAX);
         let gaps: Vec<Duration> = starts.windows(2).map(|w| w[1].0 - w[0].0).collect();
-        assert!(gaps.iter().all(|g| *g >= Duration::from_millis(800) && *g <= Duration::from_millis(1001)), "{gaps:?}");
+        // The last pause may be shortened to leave the final attempt MIN_ATTEMPT to run.
+        let paced = &gaps[..gaps.len() - 1];
+        assert!(
+            paced.iter().all(|g| *g >= Duration::from_millis(800) && *g <= Duration::from_millis(1001)),
+            "{gaps:?}"
+        );
         assert!(gaps.windows(2).any(|w| w[0] != w[1]), "jittered");
         assert!((10..=14).contains(&tally.attempts), "{}", tally.attempts);
 
@@ -319,6 +337,30 @@ mod tests {
         let (v, tally, _) = run(&time, s, Duration::from_millis(1), status_503(), Duration::from_millis(1_500));
         assert_eq!(v, Verdict::Ready);
         assert_eq!(tally.consecutive_successes, 3);
+    }
+
+    #[test]
+    fn the_last_pause_is_shortened_so_the_final_attempt_has_time_to_run() {
+        // 503 in 1 ms, paced pauses of 0.8-1.0 s: the paced start of the third attempt would fall
+        // within MIN_ATTEMPT + UNWIND of the 2 s deadline; it is pulled forward instead.
+        let time = FakeTime::new();
+        let (v, _, starts) = run(&time, schedule(&time, 2_000), Duration::from_millis(1), status_503(), Duration::MAX);
+        assert_eq!(v, Verdict::DeadlineReached);
+        let (last_start, last_budget) = *starts.last().unwrap();
+        assert!(last_budget >= MIN_ATTEMPT, "{starts:?}");
+        assert!(last_start + MIN_ATTEMPT + UNWIND >= Duration::from_millis(1_999), "as late as it can be: {starts:?}");
+        assert!(time.at() >= Duration::from_millis(2_000) - MIN_ATTEMPT - UNWIND, "ended at {:?}", time.at());
+    }
+
+    #[test]
+    fn a_short_attempt_timeout_lowers_the_floor() {
+        let time = FakeTime::new();
+        let s = Schedule { attempt_timeout: Duration::from_millis(50), ..schedule(&time, 1_000) };
+        let refused = Failure { cheap: true, ..Failure::new(FailureClass::Connect, "refused") };
+        let (_, _, starts) = run(&time, s, Duration::from_millis(1), refused, Duration::MAX);
+        let (last_start, last_budget) = *starts.last().unwrap();
+        assert_eq!(last_budget, Duration::from_millis(50));
+        assert!(last_start + Duration::from_millis(50) + UNWIND >= Duration::from_millis(900), "{starts:?}");
     }
 
     #[test]

@@ -206,7 +206,8 @@ fn fails_open_at_the_deadline_by_default() {
     assert!(r.log().contains("failing open"), "{}", r.log());
     assert!(r.log().contains("last failure http-status: HTTP 503"), "{}", r.log());
     assert!(r.log().contains("failures by class: http-status="), "{}", r.log());
-    assert!(r.elapsed >= Duration::from_millis(1_900), "waited the whole deadline: {:?}", r.elapsed);
+    // The final attempt is made as late as still leaves it time to run; then the gate ends.
+    assert!(r.elapsed >= Duration::from_millis(1_700), "waited until the deadline: {:?}", r.elapsed);
     assert_within(&r, Duration::from_secs(2));
 }
 
