@@ -234,6 +234,10 @@ fn parse_bool(raw: &Raw) -> Result<bool, ConfigError> {
     }
 }
 
+/// The shortest `--timeout` that still leaves the first attempt some time after
+/// [`crate::wait::UNWIND`].
+const MIN_TIMEOUT: Duration = Duration::from_millis(100);
+
 fn parse_duration(raw: Option<Raw>, default: Duration) -> Result<Duration, ConfigError> {
     let Some(raw) = raw else { return Ok(default) };
     let invalid = |expected| ConfigError::InvalidValue { source: raw.source, value: raw.value.clone(), expected };
@@ -380,7 +384,17 @@ impl Config {
             extra_roots.extend(certs);
         }
 
-        let timeout = parse_duration(inputs.single("timeout", &cli.timeout), DEFAULT_TIMEOUT)?;
+        let timeout_raw = inputs.single("timeout", &cli.timeout);
+        let timeout = parse_duration(timeout_raw.clone(), DEFAULT_TIMEOUT)?;
+        if let Some(raw) = timeout_raw.filter(|_| timeout < MIN_TIMEOUT) {
+            // Shorter would end before the first attempt could start, and fail open having
+            // checked nothing: say so rather than run a gate that cannot work.
+            return Err(ConfigError::InvalidValue {
+                source: raw.source,
+                value: raw.value,
+                expected: "at least 100ms: a shorter timeout leaves no time for a single attempt",
+            });
+        }
         let interval = parse_duration(inputs.single("interval", &cli.interval), DEFAULT_INTERVAL)?;
         let attempt_timeout =
             parse_duration(inputs.single("attempt_timeout", &cli.attempt_timeout), DEFAULT_ATTEMPT_TIMEOUT)?;
@@ -535,6 +549,8 @@ mod tests {
     fn bad_values_name_their_source_and_the_fix() {
         let e = err(&["--issuer", "https://h", "--timeout", "0s"], &[]);
         assert!(e.starts_with("--timeout: '0s'") && e.contains("not zero"), "{e}");
+        let e = err(&["--issuer", "https://h", "--timeout", "50ms"], &[]);
+        assert!(e.starts_with("--timeout: '50ms'") && e.contains("at least 100ms"), "{e}");
         let e = err(&["--issuer", "https://h", "--timeout", "-32"], &[]);
         assert!(e.contains("--timeout") && e.contains("such as"), "{e}");
         let e = err(&["--issuer", "https://h"], &[("WAIT_FOR_IDP_INTERVAL", "soon")]);

@@ -119,7 +119,7 @@ pub fn not_ready_reason(verdict: Verdict, tally: &Tally, config: &Config) -> Str
     match verdict {
         Verdict::Ready => "ready".into(),
         Verdict::DeadlineReached => {
-            format!("no time left for another attempt within the {} timeout", secs(config.timeout))
+            format!("timeout of {} used up", secs(config.timeout))
         }
         Verdict::AttemptsExhausted => format!("all {} attempt(s) used", tally.attempts),
     }

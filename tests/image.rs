@@ -183,7 +183,7 @@ fn image_fails_open_then_closed_when_the_provider_is_down() {
     let iss = format!("https://localhost:{}", free_port());
     let r = run_image(&ca, &["--issuer", &iss, "--timeout", "2s"]);
     assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("failing open") && r.log().contains("within the 2.00s timeout"), "{}", r.log());
+    assert!(r.log().contains("failing open") && r.log().contains("timeout of 2.00s used up"), "{}", r.log());
     let r = run_image(&ca, &["--issuer", &iss, "--timeout", "2s", "--fail-closed"]);
     assert_eq!(r.code, Some(1), "{}", r.log());
     assert!(r.log().contains("failing closed"), "{}", r.log());

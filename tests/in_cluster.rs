@@ -219,7 +219,7 @@ fn several_issuers_all_must_be_ready_one_late() {
     assert_eq!(json["issuers"][0]["ready"], true);
     assert_eq!(json["issuers"][1]["ready"], false);
     assert_eq!(json["issuers"][1]["last_failure"]["class"], "connect");
-    assert!(r.log().contains(&format!("not ready: {never_iss} (no time left for another attempt")), "{}", r.log());
+    assert!(r.log().contains(&format!("not ready: {never_iss} (timeout of 1.00s used up")), "{}", r.log());
 }
 
 #[test]
