@@ -47,7 +47,7 @@ pub struct Cli {
     #[arg(long, value_name = "PATH")]
     pub ca_file: Vec<String>,
 
-    /// Overall deadline, e.g. 90s or 5m [default: 5m]
+    /// Overall deadline, e.g. 90s or 5m; at least 100ms [default: 5m]
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub timeout: Option<String>,
 
