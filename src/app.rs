@@ -10,8 +10,8 @@ use crate::config::{Config, ConfigError, Output};
 use crate::http::HttpClient;
 use crate::probe::{Checks, probe};
 use crate::proxy::ProxySettings;
-use crate::redact::redact_url;
 use crate::report::{self, LineThrottle, OUTCOME};
+use crate::url;
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -178,7 +178,7 @@ fn finish(config: &Config, states: &[IssuerState], started: Instant) -> i32 {
                 }
             }
         }
-        let issuers: Vec<String> = config.targets.iter().map(|t| redact_url(&t.issuer)).collect();
+        let issuers: Vec<String> = config.targets.iter().map(|t| url::redact(&t.issuer)).collect();
         let line = format!("ready: {} after {attempts} attempt(s) in {elapsed}", issuers.join(", "));
         log::info!(target: OUTCOME, "{line}");
         return conclude(config, states, started, &line, "ready", EXIT_READY);
@@ -204,7 +204,7 @@ fn finish(config: &Config, states: &[IssuerState], started: Instant) -> i32 {
             );
         }
         let class = state.tally.last_failure.as_ref().map_or("none", |f| f.class.as_str());
-        reasons.push(format!("{} ({reason}; last failure: {class})", redact_url(&target.issuer)));
+        reasons.push(format!("{} ({reason}; last failure: {class})", url::redact(&target.issuer)));
     }
     let summary = format!("{} after {attempts} attempt(s) in {elapsed}", reasons.join(", "));
     if config.fail_closed {

@@ -7,8 +7,8 @@
 
 use crate::cli::{self, Cli};
 use crate::connect_to::ConnectTo;
-use crate::discovery::{self, MetadataKind, Rules, UrlProblem};
-use crate::redact::redact_url;
+use crate::discovery::{self, MetadataKind, Rules};
+use crate::url;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use std::fmt;
@@ -73,7 +73,7 @@ impl fmt::Display for CaFileProblem {
 #[derive(Debug)]
 pub enum ConfigError {
     MissingIssuer { empty_env: bool },
-    InvalidUrl { source: Source, value: String, problem: UrlProblem },
+    InvalidUrl { source: Source, value: String, problem: url::Problem },
     InvalidValue { source: Source, value: String, expected: &'static str },
     Invalid { source: Source, value: String, why: String },
     CaFile { source: Source, path: String, problem: CaFileProblem },
@@ -91,7 +91,7 @@ impl fmt::Display for ConfigError {
                 if *empty_env { " (it is set but empty)" } else { "" }
             ),
             ConfigError::InvalidUrl { source, value, problem } => {
-                write!(f, "{source}: '{}' {problem}", redact_url(value))
+                write!(f, "{source}: '{}' {problem}", url::redact(value))
             }
             ConfigError::InvalidValue { source, value, expected } => {
                 write!(f, "{source}: '{value}' is not valid; expected {expected}")
@@ -279,7 +279,7 @@ fn parse_count(raw: Option<Raw>) -> Result<Option<u32>, ConfigError> {
 
 /// Checks an issuer or discovery URL and returns a warning for plain http.
 fn check_url(raw: &Raw, warnings: &mut Vec<String>) -> Result<(), ConfigError> {
-    let parts = discovery::check_issuer_url(&raw.value).map_err(|problem| ConfigError::InvalidUrl {
+    let parts = url::check_issuer(&raw.value).map_err(|problem| ConfigError::InvalidUrl {
         source: raw.source,
         value: raw.value.clone(),
         problem,
@@ -289,14 +289,14 @@ fn check_url(raw: &Raw, warnings: &mut Vec<String>) -> Result<(), ConfigError> {
         return Err(ConfigError::InvalidUrl {
             source: raw.source,
             value: raw.value.clone(),
-            problem: UrlProblem::NotAbsolute,
+            problem: url::Problem::NotAbsolute,
         });
     }
     if parts.scheme == "http" {
         warnings.push(format!(
             "{}: {} uses plain http: the metadata is not protected by TLS (acceptable only inside the cluster)",
             raw.source,
-            redact_url(&raw.value)
+            url::redact(&raw.value)
         ));
     }
     Ok(())

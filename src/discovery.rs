@@ -6,6 +6,7 @@
 //! parsing and re-serialising a URL would turn `https://h` into `https://h/` and pass a document
 //! that the real client then rejects.
 
+use crate::url;
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -35,172 +36,15 @@ impl MetadataKind {
     }
 }
 
-/// The parts of an absolute `http(s)` URL, borrowed from the raw string.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UrlParts<'a> {
-    pub scheme: &'a str,
-    /// `host[:port]` exactly as written (IPv6 literals keep their brackets).
-    pub authority: &'a str,
-    pub host: &'a str,
-    pub port: Option<u16>,
-    /// Everything after the authority, before any query; may be empty.
-    pub path: &'a str,
-    pub query: Option<&'a str>,
-    pub fragment: Option<&'a str>,
-    pub has_userinfo: bool,
-}
-
-impl UrlParts<'_> {
-    /// `scheme://host:port` with the default port made explicit: two URLs are the same origin
-    /// when these are equal.
-    pub fn origin(&self) -> String {
-        let port = self.port.unwrap_or(if self.scheme == "https" { 443 } else { 80 });
-        format!("{}://{}:{}", self.scheme, self.host.to_ascii_lowercase(), port)
-    }
-}
-
-/// Why a string is not a usable `http(s)` URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UrlProblem {
-    Empty,
-    NotAbsolute,
-    UnsupportedScheme(String),
-    EmptyHost,
-    BadPort(String),
-    BadIpv6Literal,
-    Userinfo,
-    Query,
-    Fragment,
-    BadCharacter(char),
-}
-
-impl fmt::Display for UrlProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            UrlProblem::Empty => write!(f, "is empty; give a URL such as https://sso.example.com/realms/NAME"),
-            UrlProblem::NotAbsolute => {
-                write!(f, "is not an absolute URL; write it as https://host[:port][/path]")
-            }
-            UrlProblem::UnsupportedScheme(s) => {
-                write!(f, "has the scheme '{s}'; only https (or http for in-cluster use) is supported, in lower case")
-            }
-            UrlProblem::EmptyHost => write!(f, "has no host name"),
-            UrlProblem::BadPort(p) => write!(f, "has an invalid port '{p}'; use 1-65535"),
-            UrlProblem::BadIpv6Literal => {
-                write!(f, "has a malformed IPv6 literal; write it as https://[::1]:8443")
-            }
-            UrlProblem::Userinfo => write!(
-                f,
-                "carries credentials (user:password@); metadata is public, remove them (use --token-file for a bearer token)"
-            ),
-            UrlProblem::Query => {
-                write!(f, "has a query (?...); an issuer identifier has no query component (OIDC Discovery §3)")
-            }
-            UrlProblem::Fragment => {
-                write!(f, "has a fragment (#...); an issuer identifier has no fragment component (OIDC Discovery §3)")
-            }
-            UrlProblem::BadCharacter(c) => {
-                write!(f, "contains the character {c:?}, which is not allowed in a URL; percent-encode it")
-            }
-        }
-    }
-}
-
-/// Splits an absolute `http`/`https` URL. Query and fragment are returned, not rejected: the caller
-/// decides (an issuer may have neither; a redirect target may have a query).
-pub fn split_url(raw: &str) -> Result<UrlParts<'_>, UrlProblem> {
-    if raw.trim().is_empty() {
-        return Err(UrlProblem::Empty);
-    }
-    let (scheme, rest) = raw.split_once("://").ok_or(UrlProblem::NotAbsolute)?;
-    if scheme != "https" && scheme != "http" {
-        if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) {
-            return Err(UrlProblem::NotAbsolute);
-        }
-        return Err(UrlProblem::UnsupportedScheme(scheme.to_string()));
-    }
-    if let Some(c) = raw.chars().find(|c| c.is_control() || c.is_whitespace() || !c.is_ascii()) {
-        return Err(UrlProblem::BadCharacter(c));
-    }
-    let (before_fragment, fragment) = match rest.split_once('#') {
-        Some((b, f)) => (b, Some(f)),
-        None => (rest, None),
-    };
-    let (before_query, query) = match before_fragment.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (before_fragment, None),
-    };
-    let (authority, path) = match before_query.find('/') {
-        Some(i) => before_query.split_at(i),
-        None => (before_query, ""),
-    };
-    let (has_userinfo, authority) = match authority.rsplit_once('@') {
-        Some((_, a)) => (true, a),
-        None => (false, authority),
-    };
-    let (host, port_str) = if let Some(v6) = authority.strip_prefix('[') {
-        let (inside, after) = v6.split_once(']').ok_or(UrlProblem::BadIpv6Literal)?;
-        if inside.is_empty() || !inside.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.') {
-            return Err(UrlProblem::BadIpv6Literal);
-        }
-        let port = match after {
-            "" => None,
-            p => Some(p.strip_prefix(':').ok_or(UrlProblem::BadIpv6Literal)?),
-        };
-        (&authority[..inside.len() + 2], port)
-    } else {
-        match authority.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (authority, None),
-        }
-    };
-    if host.is_empty() {
-        return Err(UrlProblem::EmptyHost);
-    }
-    if let Some(c) = host.chars().find(|c| !(c.is_ascii_alphanumeric() || "-._~[]:%".contains(*c))) {
-        return Err(UrlProblem::BadCharacter(c));
-    }
-    let port = match port_str {
-        None => None,
-        Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => Some(n),
-            _ => return Err(UrlProblem::BadPort(p.to_string())),
-        },
-    };
-    Ok(UrlParts { scheme, authority, host, port, path, query, fragment, has_userinfo })
-}
-
-/// Checks that `raw` can serve as an issuer identifier (or a discovery URL): an absolute http(s)
-/// URL with a host, without credentials, query or fragment.
-pub fn check_issuer_url(raw: &str) -> Result<UrlParts<'_>, UrlProblem> {
-    let parts = split_url(raw)?;
-    if parts.has_userinfo {
-        return Err(UrlProblem::Userinfo);
-    }
-    if parts.query.is_some() {
-        return Err(UrlProblem::Query);
-    }
-    if parts.fragment.is_some() {
-        return Err(UrlProblem::Fragment);
-    }
-    Ok(parts)
-}
-
 /// The metadata URL for an issuer, by the chosen specification.
 ///
 /// OIDC Discovery §4.1: remove one terminating `/`, append `/.well-known/openid-configuration`.
 /// RFC 8414 §3.1: remove one terminating `/`, insert `/.well-known/oauth-authorization-server`
-/// between the host and the path. The issuer must have passed [`check_issuer_url`].
+/// between the host and the path. The issuer must have passed [`url::check_issuer`].
 pub fn well_known_url(issuer: &str, kind: MetadataKind) -> String {
-    let trimmed = issuer.strip_suffix('/').unwrap_or(issuer);
     match kind {
-        MetadataKind::Oidc => format!("{trimmed}/.well-known/openid-configuration"),
-        MetadataKind::OAuth => {
-            let after_scheme = trimmed.find("://").map_or(0, |i| i + 3);
-            let path_start = trimmed[after_scheme..].find('/').map_or(trimmed.len(), |i| after_scheme + i);
-            let (origin, path) = trimmed.split_at(path_start);
-            format!("{origin}/.well-known/oauth-authorization-server{path}")
-        }
+        MetadataKind::Oidc => url::append_well_known(issuer, "/.well-known/openid-configuration"),
+        MetadataKind::OAuth => url::insert_well_known(issuer, "/.well-known/oauth-authorization-server"),
     }
 }
 
@@ -334,7 +178,7 @@ pub fn validate_document(body: &[u8], expected_issuer: &str, rules: Rules) -> Re
 }
 
 fn strict_issuer_problem(issuer: &str) -> Option<String> {
-    match check_issuer_url(issuer) {
+    match url::check_issuer(issuer) {
         Ok(parts) if parts.scheme == "https" => None,
         Ok(_) => Some(format!("--strict: issuer {issuer:?} does not use https")),
         Err(p) => Some(format!("--strict: issuer {issuer:?} {p}")),
@@ -434,7 +278,7 @@ pub fn issuer_mismatch_hint(expected: &str, found: &str) -> String {
             "only the trailing slash differs; configure exactly {found:?} (Auth0 and Authentik issuers end in '/', Keycloak's do not)"
         );
     }
-    let host_of = |u: &str| split_url(u).ok().map(|p| p.authority.to_ascii_lowercase());
+    let host_of = |u: &str| url::split(u).ok().map(|p| p.authority.to_ascii_lowercase());
     if host_of(expected) != host_of(found) || expected.split("://").next() != found.split("://").next() {
         return "the provider builds its issuer from its public URL (Keycloak: KC_HOSTNAME or the realm's \
                 frontend URL) or from the request's Host; keep --issuer as the public issuer your client \
@@ -506,32 +350,6 @@ mod tests {
             well_known_url("https://[::1]:8443/realms/x", k),
             "https://[::1]:8443/.well-known/oauth-authorization-server/realms/x"
         );
-    }
-
-    #[test]
-    fn issuer_urls_are_checked() {
-        assert!(check_issuer_url("https://sso.example.com/realms/x").is_ok());
-        assert!(check_issuer_url("http://keycloak:8080/realms/x").is_ok());
-        let v6 = check_issuer_url("https://[::1]:8443").unwrap();
-        assert_eq!((v6.host, v6.port), ("[::1]", Some(8443)));
-        assert_eq!(check_issuer_url("sso.example.com"), Err(UrlProblem::NotAbsolute));
-        assert_eq!(check_issuer_url("ftp://x"), Err(UrlProblem::UnsupportedScheme("ftp".into())));
-        assert_eq!(check_issuer_url("https://"), Err(UrlProblem::EmptyHost));
-        assert_eq!(check_issuer_url("https://h:0"), Err(UrlProblem::BadPort("0".into())));
-        assert_eq!(check_issuer_url("https://h:99999"), Err(UrlProblem::BadPort("99999".into())));
-        assert_eq!(check_issuer_url("https://h/?a=b"), Err(UrlProblem::Query));
-        assert_eq!(check_issuer_url("https://h/#x"), Err(UrlProblem::Fragment));
-        assert_eq!(check_issuer_url("https://u:p@h/"), Err(UrlProblem::Userinfo));
-        assert_eq!(check_issuer_url("https://h/a b"), Err(UrlProblem::BadCharacter(' ')));
-        assert_eq!(check_issuer_url("https://[::1"), Err(UrlProblem::BadIpv6Literal));
-    }
-
-    #[test]
-    fn origins_make_default_ports_explicit() {
-        let a = split_url("https://H.example").unwrap().origin();
-        let b = split_url("https://h.example:443/x?y").unwrap().origin();
-        assert_eq!(a, b);
-        assert_ne!(a, split_url("http://h.example").unwrap().origin());
     }
 
     fn rules(kind: MetadataKind, strict: bool) -> Rules {

@@ -2,11 +2,9 @@
 //! seed inputs in the ordinary test suite (tests/fuzz_seeds.rs) without a nightly toolchain.
 //! Each function panics when a property fails, which is what a fuzzer looks for.
 
-use crate::discovery::{
-    MetadataKind, Rules, check_issuer_url, printable_excerpt, split_url, validate_document, well_known_url,
-};
+use crate::discovery::{MetadataKind, Rules, printable_excerpt, validate_document, well_known_url};
 use crate::http::resolve_location;
-use crate::redact::redact_url;
+use crate::url;
 
 /// Document validation over arbitrary bytes: never panics, and never accepts a document for
 /// another issuer, or an OIDC document without `jwks_uri`. The first line, if any, is the
@@ -36,23 +34,23 @@ pub fn document(data: &[u8]) {
 pub fn urls(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let (first, second) = text.split_once('\n').unwrap_or((text, "/"));
-    let _ = split_url(first);
-    if let Ok(parts) = check_issuer_url(first) {
+    let _ = url::split(first);
+    if let Ok(parts) = url::check_issuer(first) {
         let origin = parts.origin();
         for kind in [MetadataKind::Oidc, MetadataKind::OAuth] {
             let url = well_known_url(first, kind);
-            let derived = split_url(&url).expect("a derived URL parses");
+            let derived = url::split(&url).expect("a derived URL parses");
             assert_eq!(derived.origin(), origin, "derivation left the issuer's origin: {url}");
         }
         if let Ok(next) = resolve_location(first, second) {
-            let _ = split_url(&next);
+            let _ = url::split(&next);
         }
     }
-    let redacted = redact_url(text);
-    assert_eq!(redact_url(&redacted), redacted, "redaction is stable");
-    if let Ok(parts) = split_url(first) {
+    let redacted = url::redact(text);
+    assert_eq!(url::redact(&redacted), redacted, "redaction is stable");
+    if let Ok(parts) = url::split(first) {
         if parts.has_userinfo {
-            let r = redact_url(first);
+            let r = url::redact(first);
             let (_, after_scheme) = r.split_once("://").expect("a URL keeps its scheme");
             assert!(after_scheme.starts_with("***@"), "credentials left in {r}");
         }

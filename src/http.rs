@@ -6,10 +6,9 @@
 //! never carried elsewhere) and never downgrade to plain http.
 
 use crate::connect_to::ConnectTo;
-use crate::discovery::split_url;
 use crate::proxy::ProxySettings;
-use crate::redact::redact_url;
 use crate::tls::{TlsConnector, client_config};
+use crate::url;
 use rustls::pki_types::CertificateDer;
 use std::fmt;
 use std::io;
@@ -99,7 +98,7 @@ impl Resolver for GateResolver {
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
         let host = uri.host().unwrap_or("?");
-        let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("http") { 80 } else { 443 });
+        let port = uri.port_u16().unwrap_or_else(|| url::default_port(uri.scheme_str().unwrap_or("https")));
         let rewritten = self.connect_to.iter().find_map(|rule| rule.redirect(host, port));
         let (target, via) = match &rewritten {
             Some((to_host, to_port)) => {
@@ -164,7 +163,7 @@ impl HttpClient {
     /// (all hops share the origin).
     pub fn get(&self, url: &str, budget: Duration, headers: &[(&str, String)]) -> Result<Fetched, FetchError> {
         let started = Instant::now();
-        let origin = split_url(url).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?.origin();
+        let origin = url::split(url).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?.origin();
         let mut current = url.to_string();
         let mut visited = vec![current.clone()];
         loop {
@@ -180,23 +179,23 @@ impl HttpClient {
                 FetchError::Redirect(format!("HTTP {} redirect without a Location header", fetched.status))
             })?;
             let next = resolve_location(&current, &location)
-                .map_err(|why| FetchError::Redirect(format!("redirect to {:?}: {why}", redact_url(&location))))?;
-            let next_parts = split_url(&next)
-                .map_err(|p| FetchError::Redirect(format!("redirect to {:?}: {p}", redact_url(&next))))?;
+                .map_err(|why| FetchError::Redirect(format!("redirect to {:?}: {why}", url::redact(&location))))?;
+            let next_parts = url::split(&next)
+                .map_err(|p| FetchError::Redirect(format!("redirect to {:?}: {p}", url::redact(&next))))?;
             if current.starts_with("https://") && next_parts.scheme == "http" {
                 return Err(FetchError::Redirect(format!(
                     "refused redirect from https to plain http ({})",
-                    redact_url(&next)
+                    url::redact(&next)
                 )));
             }
             if next_parts.origin() != origin {
                 return Err(FetchError::Redirect(format!(
                     "refused redirect to another origin ({}); point --discovery-url at the final location",
-                    redact_url(&next)
+                    url::redact(&next)
                 )));
             }
             if visited.contains(&next) {
-                return Err(FetchError::Redirect(format!("redirect loop at {}", redact_url(&next))));
+                return Err(FetchError::Redirect(format!("redirect loop at {}", url::redact(&next))));
             }
             if visited.len() > MAX_REDIRECTS {
                 return Err(FetchError::Redirect(format!("more than {MAX_REDIRECTS} redirects")));
@@ -207,9 +206,9 @@ impl HttpClient {
     }
 
     fn get_once(&self, url: &str, budget: Duration, headers: &[(&str, String)]) -> Result<Fetched, FetchError> {
-        let parts = split_url(url).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
+        let parts = url::split(url).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
         let proxy = self.proxies.for_url(&parts).map(|c| c.proxy.clone());
-        let host = parts.host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let host = parts.bare_host().to_string();
         let mut request = self.agent.get(url).config().timeout_global(Some(budget)).proxy(proxy).build();
         for (name, value) in headers {
             request = request.header(*name, value);
@@ -267,10 +266,10 @@ fn classify(e: ureq::Error, host: &str, phase: Phase, budget: Duration) -> Fetch
                 _ => FetchError::Connect(format!("cannot connect: {io}")),
             }
         }
-        other if in_body => FetchError::Body(format!("body cut short: {}", redact_url(&other.to_string()))),
+        other if in_body => FetchError::Body(format!("body cut short: {}", url::redact(&other.to_string()))),
         ureq::Error::ConnectionFailed => FetchError::Connect("connection failed".into()),
         ureq::Error::Protocol(p) => FetchError::Protocol(format!("malformed HTTP response: {p}")),
-        other => FetchError::Connect(redact_url(&other.to_string())),
+        other => FetchError::Connect(url::redact(&other.to_string())),
     }
 }
 
@@ -283,7 +282,7 @@ pub fn resolve_location(base: &str, location: &str) -> Result<String, &'static s
     if location.contains("://") {
         return Ok(location.to_string());
     }
-    let parts = split_url(base).map_err(|_| "base URL unusable")?;
+    let parts = url::split(base).map_err(|_| "base URL unusable")?;
     let origin = format!("{}://{}", parts.scheme, parts.authority);
     if let Some(rest) = location.strip_prefix("//") {
         return Ok(format!("{}://{rest}", parts.scheme));

@@ -17,7 +17,7 @@ pub mod http;
 pub mod jwks;
 pub mod probe;
 pub mod proxy;
-pub mod redact;
 pub mod report;
 pub mod tls;
+pub mod url;
 pub mod wait;

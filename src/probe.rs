@@ -2,10 +2,10 @@
 //! the way. The classes are what an operator greps for, so their names are part of the interface.
 
 use crate::config::{Target, read_token};
-use crate::discovery::{self, Document, DocumentProblem, Rules, split_url};
+use crate::discovery::{self, Document, DocumentProblem, Rules};
 use crate::http::{FetchError, Fetched, HttpClient};
 use crate::jwks::validate_jwks;
-use crate::redact::redact_url;
+use crate::url;
 use rustls::CertificateError;
 use std::fmt;
 use std::path::PathBuf;
@@ -98,10 +98,10 @@ pub fn probe(client: &HttpClient, target: &Target, checks: &Checks, budget: Dura
     };
     // The bearer token goes to the configured discovery origin only: never to a JWKS host
     // elsewhere (redirects never leave the origin either).
-    let discovery_origin = split_url(&target.discovery_url).map(|p| p.origin()).ok();
+    let discovery_origin = url::split(&target.discovery_url).map(|p| p.origin()).ok();
     let headers_for = |url: &str| -> Vec<(&'static str, String)> {
         match &token {
-            Some(t) if split_url(url).map(|p| p.origin()).ok() == discovery_origin => {
+            Some(t) if url::split(url).map(|p| p.origin()).ok() == discovery_origin => {
                 vec![("authorization", format!("Bearer {t}"))]
             }
             _ => Vec::new(),
@@ -129,8 +129,8 @@ fn check_jwks(
     let Some(uri) = &document.jwks_uri else {
         return Err(jwks("the document has no jwks_uri to check".into()));
     };
-    if let Err(p) = split_url(uri) {
-        return Err(jwks(format!("jwks_uri {:?} {p}", redact_url(uri))));
+    if let Err(p) = url::split(uri) {
+        return Err(jwks(format!("jwks_uri {:?} {p}", url::redact(uri))));
     }
     let fetched = client.get(uri, budget, &headers_for(uri)).map_err(|e| {
         let f = fetch_failure(e);
@@ -141,7 +141,7 @@ fn check_jwks(
         return Err(jwks(format!("{}{hint}", status_detail(&fetched))));
     }
     validate_jwks(&fetched.body, &document.id_token_signing_alg_values_supported)
-        .map_err(|p| jwks(format!("{p} (from {})", redact_url(uri))))
+        .map_err(|p| jwks(format!("{p} (from {})", url::redact(uri))))
 }
 
 /// Judges a complete response.
@@ -182,7 +182,7 @@ fn status_detail(fetched: &Fetched) -> String {
         401 | 403 => " (the metadata should be public; a gateway or network policy may be in the way)",
         _ => "",
     };
-    let mut detail = format!("HTTP {} {reason} from {}{hint}", fetched.status, redact_url(&fetched.url));
+    let mut detail = format!("HTTP {} {reason} from {}{hint}", fetched.status, url::redact(&fetched.url));
     if !excerpt.is_empty() {
         detail.push_str(&format!(": {excerpt:?}"));
     }

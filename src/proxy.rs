@@ -12,8 +12,7 @@
 //! tunnel, so the certificate is still checked against the issuer's name.
 
 use crate::config::{ConfigError, Source};
-use crate::discovery::UrlParts;
-use crate::redact::redact_url;
+use crate::url;
 use std::net::IpAddr;
 
 /// One configured proxy.
@@ -39,14 +38,14 @@ fn first_set(env: &dyn Fn(&str) -> Option<String>, names: &[&'static str]) -> Op
 fn parse_proxy(name: &'static str, value: String) -> Result<ProxyChoice, ConfigError> {
     let with_scheme = if value.contains("://") { value.clone() } else { format!("http://{value}") };
     let invalid =
-        |expected| ConfigError::InvalidValue { source: Source::Env(name), value: redact_url(&value), expected };
+        |expected| ConfigError::InvalidValue { source: Source::Env(name), value: url::redact(&value), expected };
     if !with_scheme.starts_with("http://") {
         return Err(invalid(
             "an http:// CONNECT proxy URL such as http://proxy:3128 (https and socks proxies are not supported)",
         ));
     }
     let proxy = ureq::Proxy::new(&with_scheme).map_err(|_| invalid("a proxy URL such as http://proxy:3128"))?;
-    Ok(ProxyChoice { proxy, display: redact_url(&with_scheme) })
+    Ok(ProxyChoice { proxy, display: url::redact(&with_scheme) })
 }
 
 impl ProxySettings {
@@ -71,9 +70,9 @@ impl ProxySettings {
     }
 
     /// The proxy to use for a URL, if any.
-    pub fn for_url(&self, url: &UrlParts<'_>) -> Option<&ProxyChoice> {
-        let choice = if url.scheme == "https" { self.https.as_ref() } else { self.http.as_ref() }?;
-        let host = url.host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    pub fn for_url(&self, target: &url::Parts<'_>) -> Option<&ProxyChoice> {
+        let choice = if target.scheme == "https" { self.https.as_ref() } else { self.http.as_ref() }?;
+        let host = target.bare_host().to_ascii_lowercase();
         if self.no_proxy.iter().any(|entry| no_proxy_matches(entry, &host)) {
             return None;
         }
@@ -86,7 +85,7 @@ fn no_proxy_matches(entry: &str, host: &str) -> bool {
     if entry == "*" {
         return true;
     }
-    let entry = entry.trim_start_matches('[').trim_end_matches(']');
+    let entry = url::bare_host(entry);
     if let Ok(ip) = host.parse::<IpAddr>() {
         return match entry.split_once('/') {
             Some((net, bits)) => match (net.parse::<IpAddr>(), bits.parse::<u8>()) {
@@ -116,7 +115,6 @@ fn in_cidr(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discovery::split_url;
 
     fn settings(vars: &[(&str, &str)]) -> ProxySettings {
         let vars: Vec<(String, String)> = vars.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
@@ -124,7 +122,7 @@ mod tests {
     }
 
     fn proxy_for(s: &ProxySettings, url: &str) -> Option<String> {
-        s.for_url(&split_url(url).unwrap()).map(|c| c.display.clone())
+        s.for_url(&url::split(url).unwrap()).map(|c| c.display.clone())
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use crate::config::Config;
 use crate::probe::{Failure, Ready};
-use crate::redact::redact_url;
+use crate::url;
 use crate::wait::{AttemptReport, Tally, Verdict};
 use log::Level;
 use std::io::Write;
@@ -93,7 +93,7 @@ pub fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally, throt
             "{label}attempt {}: passed: issuer {:?} served by {}{}",
             report.number,
             ready.document.issuer,
-            redact_url(&ready.url),
+            url::redact(&ready.url),
             if report.next_pause.is_some() {
                 format!(" ({} consecutive; {next})", tally.consecutive_successes)
             } else {
@@ -106,7 +106,7 @@ pub fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally, throt
 
 /// The prefix naming an issuer when several are waited for.
 pub fn label(config: &Config, issuer: &str) -> String {
-    if config.targets.len() > 1 { format!("[{}] ", redact_url(issuer)) } else { String::new() }
+    if config.targets.len() > 1 { format!("[{}] ", url::redact(issuer)) } else { String::new() }
 }
 
 /// `connect=40 http-status=3`
@@ -129,9 +129,9 @@ pub fn not_ready_reason(verdict: Verdict, tally: &Tally, config: &Config) -> Str
 pub fn settings_summary(config: &Config, proxies: &crate::proxy::ProxySettings) -> String {
     let mut out = String::from("configuration is valid\n");
     for t in &config.targets {
-        out.push_str(&format!("issuer          {}\n", redact_url(&t.issuer)));
-        out.push_str(&format!("  metadata      {}\n", redact_url(&t.discovery_url)));
-        if let Ok(parts) = crate::discovery::split_url(&t.discovery_url) {
+        out.push_str(&format!("issuer          {}\n", url::redact(&t.issuer)));
+        out.push_str(&format!("  metadata      {}\n", url::redact(&t.discovery_url)));
+        if let Ok(parts) = crate::url::split(&t.discovery_url) {
             let via = proxies.for_url(&parts).map_or("direct".to_string(), |p| format!("proxy {}", p.display));
             out.push_str(&format!("  connect       {via}\n"));
         }
@@ -188,8 +188,8 @@ pub fn json_summary(outcome: &str, exit_code: i32, elapsed: Duration, issuers: &
             let failures: serde_json::Map<String, Value> =
                 r.tally.failures.iter().map(|(c, n)| (c.as_str().to_string(), json!(n))).collect();
             json!({
-                "issuer": redact_url(&r.target.issuer),
-                "discovery_url": redact_url(&r.target.discovery_url),
+                "issuer": url::redact(&r.target.issuer),
+                "discovery_url": url::redact(&r.target.discovery_url),
                 "ready": ready,
                 "verdict": match r.verdict {
                     Some(Verdict::Ready) => "ready",
@@ -225,7 +225,7 @@ pub fn once_summary(ready: &Ready) -> String {
         }
     };
     row("issuer", Some(&d.issuer));
-    let url = redact_url(&ready.url);
+    let url = url::redact(&ready.url);
     row("metadata", Some(&url));
     row("authorization_endpoint", d.authorization_endpoint.as_deref());
     row("token_endpoint", d.token_endpoint.as_deref());

@@ -51,7 +51,7 @@ impl<In: Transport> Connector<In> for TlsConnector {
             return Ok(Some(Either::A(transport)));
         }
         let host = details.uri.host().unwrap_or_default();
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let bare = crate::url::bare_host(host);
         let name = ServerName::try_from(bare.to_string())
             .map_err(|_| ureq::Error::Tls("the host is not a valid TLS server name"))?;
         let mut conn = ClientConnection::new(self.config.clone(), name).map_err(ureq::Error::Rustls)?;

@@ -1,0 +1,544 @@
+//! URLs: the one place that takes them apart, derives them, resolves references against them and
+//! hides the credentials in them. Everything else in the crate asks this module.
+//!
+//! Issuer identifiers are compared as raw strings (OIDC Discovery §4.3 / RFC 8414 §3.3), so this
+//! module never normalises a URL it is given: parsing and re-serialising (as the `url` crate does)
+//! would turn `https://h` into `https://h/` and pass a document the real client then rejects.
+//! It only borrows slices of the raw string, and builds new strings where a new URL is derived.
+
+use std::fmt;
+
+/// The longest URL the HTTP stack accepts (the `http` crate's `Uri` limit). Longer ones would only
+/// fail at request time, so they are refused when read.
+pub const MAX_LEN: usize = u16::MAX as usize - 1;
+
+/// The parts of an absolute `http(s)` URL, borrowed from the raw string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parts<'a> {
+    pub scheme: &'a str,
+    /// `host[:port]` exactly as written (IPv6 literals keep their brackets), without userinfo.
+    pub authority: &'a str,
+    /// The host as written, IPv6 literals in brackets.
+    pub host: &'a str,
+    pub port: Option<u16>,
+    /// Everything after the authority, before any query; may be empty.
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    pub fragment: Option<&'a str>,
+    pub has_userinfo: bool,
+}
+
+impl Parts<'_> {
+    /// The port, with the scheme's default made explicit.
+    pub fn port_or_default(&self) -> u16 {
+        self.port.unwrap_or_else(|| default_port(self.scheme))
+    }
+
+    /// `scheme://host:port` with the host in lower case and the default port made explicit: two
+    /// URLs are the same origin when these are equal.
+    pub fn origin(&self) -> String {
+        format!("{}://{}:{}", self.scheme, self.host.to_ascii_lowercase(), self.port_or_default())
+    }
+
+    /// The host without IPv6 brackets, as TLS, proxies and resolvers want it.
+    pub fn bare_host(&self) -> &str {
+        bare_host(self.host)
+    }
+}
+
+/// The port a scheme implies when the URL names none.
+pub fn default_port(scheme: &str) -> u16 {
+    if scheme.eq_ignore_ascii_case("http") { 80 } else { 443 }
+}
+
+/// A host without the brackets of an IPv6 literal: `[::1]` → `::1`; other hosts unchanged.
+pub fn bare_host(host: &str) -> &str {
+    host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host)
+}
+
+/// Why a string is not a usable `http(s)` URL. Each message says what would be right.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    Empty,
+    /// Leading or trailing white space, which a client given the same value would not strip.
+    SurroundingSpace,
+    TooLong(usize),
+    NotAbsolute,
+    UnsupportedScheme(String),
+    EmptyHost,
+    BadPort(String),
+    BadIpv6Literal,
+    /// A host with characters beyond ASCII: DNS and TLS want its punycode form.
+    NonAsciiHost(String),
+    Userinfo,
+    Query,
+    Fragment,
+    BadCharacter(char),
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Empty => write!(f, "is empty; give a URL such as https://sso.example.com/realms/NAME"),
+            Problem::SurroundingSpace => write!(
+                f,
+                "has leading or trailing white space; remove it (the client would use the value as it is, space and all)"
+            ),
+            Problem::TooLong(len) => {
+                write!(f, "is {len} characters long; the HTTP stack accepts URLs of at most {MAX_LEN}")
+            }
+            Problem::NotAbsolute => write!(f, "is not an absolute URL; write it as https://host[:port][/path]"),
+            Problem::UnsupportedScheme(s) => {
+                write!(f, "has the scheme '{s}'; only https (or http for in-cluster use) is supported, in lower case")
+            }
+            Problem::EmptyHost => write!(f, "has no host name"),
+            Problem::BadPort(p) => write!(f, "has an invalid port '{p}'; use 1-65535"),
+            Problem::BadIpv6Literal => write!(f, "has a malformed IPv6 literal; write it as https://[::1]:8443"),
+            Problem::NonAsciiHost(host) => write!(
+                f,
+                "has the host '{host}', which is not ASCII; write it in its punycode form (xn--…), as DNS and TLS certificates do"
+            ),
+            Problem::Userinfo => write!(
+                f,
+                "carries credentials (user:password@); metadata is public, remove them (use --token-file for a bearer token)"
+            ),
+            Problem::Query => {
+                write!(f, "has a query (?...); an issuer identifier has no query component (OIDC Discovery §3)")
+            }
+            Problem::Fragment => {
+                write!(f, "has a fragment (#...); an issuer identifier has no fragment component (OIDC Discovery §3)")
+            }
+            Problem::BadCharacter(c) => {
+                write!(f, "contains the character {c:?}, which is not allowed in a URL; percent-encode it")
+            }
+        }
+    }
+}
+
+/// Splits an absolute `http`/`https` URL. Query and fragment are returned, not rejected: the caller
+/// decides (an issuer may have neither; a redirect target may have a query).
+pub fn split(raw: &str) -> Result<Parts<'_>, Problem> {
+    if raw.trim().is_empty() {
+        return Err(Problem::Empty);
+    }
+    if raw.trim() != raw {
+        return Err(Problem::SurroundingSpace);
+    }
+    if raw.len() > MAX_LEN {
+        return Err(Problem::TooLong(raw.len()));
+    }
+    let (scheme, rest) = raw.split_once("://").ok_or(Problem::NotAbsolute)?;
+    if scheme != "https" && scheme != "http" {
+        if !is_scheme(scheme) {
+            return Err(Problem::NotAbsolute);
+        }
+        return Err(Problem::UnsupportedScheme(scheme.to_string()));
+    }
+    let (before_fragment, fragment) = match rest.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (rest, None),
+    };
+    let (before_query, query) = match before_fragment.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (before_fragment, None),
+    };
+    let (authority, path) = match before_query.find('/') {
+        Some(i) => before_query.split_at(i),
+        None => (before_query, ""),
+    };
+    let (has_userinfo, authority) = match authority.rsplit_once('@') {
+        Some((_, a)) => (true, a),
+        None => (false, authority),
+    };
+    let (host, port_str) = if let Some(v6) = authority.strip_prefix('[') {
+        let (inside, after) = v6.split_once(']').ok_or(Problem::BadIpv6Literal)?;
+        if inside.is_empty() || !inside.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.') {
+            return Err(Problem::BadIpv6Literal);
+        }
+        let port = match after {
+            "" => None,
+            p => Some(p.strip_prefix(':').ok_or(Problem::BadIpv6Literal)?),
+        };
+        (&authority[..inside.len() + 2], port)
+    } else {
+        match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(Problem::EmptyHost);
+    }
+    if !host.is_ascii() {
+        return Err(Problem::NonAsciiHost(host.to_string()));
+    }
+    if let Some(c) = raw.chars().find(|c| c.is_control() || c.is_whitespace() || !c.is_ascii()) {
+        return Err(Problem::BadCharacter(c));
+    }
+    if let Some(c) = host.chars().find(|c| !(c.is_ascii_alphanumeric() || "-._~[]:%".contains(*c))) {
+        return Err(Problem::BadCharacter(c));
+    }
+    let port = match port_str {
+        None => None,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => Some(n),
+            _ => return Err(Problem::BadPort(p.to_string())),
+        },
+    };
+    Ok(Parts { scheme, authority, host, port, path, query, fragment, has_userinfo })
+}
+
+/// RFC 3986 §3.1: `ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`.
+fn is_scheme(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+/// Checks that `raw` can serve as an issuer identifier (or a discovery URL): an absolute http(s)
+/// URL with a host, without credentials, query or fragment.
+pub fn check_issuer(raw: &str) -> Result<Parts<'_>, Problem> {
+    let parts = split(raw)?;
+    if parts.has_userinfo {
+        return Err(Problem::Userinfo);
+    }
+    if parts.query.is_some() {
+        return Err(Problem::Query);
+    }
+    if parts.fragment.is_some() {
+        return Err(Problem::Fragment);
+    }
+    Ok(parts)
+}
+
+/// OIDC Discovery §4.1: remove one terminating `/` from the issuer, then append `suffix`
+/// (`/.well-known/openid-configuration`).
+pub fn append_well_known(issuer: &str, suffix: &str) -> String {
+    let trimmed = issuer.strip_suffix('/').unwrap_or(issuer);
+    format!("{trimmed}{suffix}")
+}
+
+/// RFC 8414 §3.1 (and RFC 9728 §3.1): remove one terminating `/`, then insert `suffix`
+/// (`/.well-known/oauth-authorization-server`) between the host and the path.
+pub fn insert_well_known(issuer: &str, suffix: &str) -> String {
+    let trimmed = issuer.strip_suffix('/').unwrap_or(issuer);
+    let after_scheme = trimmed.find("://").map_or(0, |i| i + 3);
+    let path_start = trimmed[after_scheme..].find('/').map_or(trimmed.len(), |i| after_scheme + i);
+    let (origin, path) = trimmed.split_at(path_start);
+    format!("{origin}{suffix}{path}")
+}
+
+/// A URI reference split as RFC 3986 Appendix B does, borrowed from the raw string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Reference<'a> {
+    scheme: Option<&'a str>,
+    authority: Option<&'a str>,
+    path: &'a str,
+    query: Option<&'a str>,
+    fragment: Option<&'a str>,
+}
+
+impl<'a> Reference<'a> {
+    /// `^(([^:/?#]+):)?(//([^/?#]*))?([^?#]*)(\?([^#]*))?(#(.*))?`
+    fn parse(raw: &'a str) -> Reference<'a> {
+        let (rest, fragment) = match raw.split_once('#') {
+            Some((r, f)) => (r, Some(f)),
+            None => (raw, None),
+        };
+        let (rest, query) = match rest.split_once('?') {
+            Some((r, q)) => (r, Some(q)),
+            None => (rest, None),
+        };
+        let (scheme, rest) = match rest.find([':', '/']) {
+            Some(i) if rest.as_bytes()[i] == b':' && i > 0 => (Some(&rest[..i]), &rest[i + 1..]),
+            _ => (None, rest),
+        };
+        let (authority, path) = match rest.strip_prefix("//") {
+            Some(after) => {
+                let end = after.find('/').unwrap_or(after.len());
+                (Some(&after[..end]), &after[end..])
+            }
+            None => (None, rest),
+        };
+        Reference { scheme, authority, path, query, fragment }
+    }
+}
+
+/// Why a `Location` could not be resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReferenceProblem {
+    Empty,
+    /// The text before the first `:` is not a scheme, so the reference is not RFC 3986.
+    BadScheme,
+    /// The base is not an absolute URL with an authority.
+    BadBase,
+}
+
+impl fmt::Display for ReferenceProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReferenceProblem::Empty => "empty Location",
+            ReferenceProblem::BadScheme => "not a URI reference (the part before ':' is not a scheme)",
+            ReferenceProblem::BadBase => "the URL it came from is not absolute",
+        })
+    }
+}
+
+/// Resolves `reference` (a `Location` header) against `base` (the URL that sent it): RFC 3986
+/// §5.2, strictly, with `remove_dot_segments`. The scheme is case-insensitive (§3.1), so it comes
+/// back in lower case; nothing else is normalised. The result keeps the reference's fragment; the
+/// caller does not send it.
+pub fn resolve(base: &str, reference: &str) -> Result<String, ReferenceProblem> {
+    if reference.is_empty() {
+        return Err(ReferenceProblem::Empty);
+    }
+    let b = Reference::parse(base);
+    let (Some(b_scheme), Some(b_authority)) = (b.scheme, b.authority) else {
+        return Err(ReferenceProblem::BadBase);
+    };
+    let r = Reference::parse(reference);
+    if r.scheme.is_some_and(|s| !is_scheme(s)) {
+        return Err(ReferenceProblem::BadScheme);
+    }
+    // §5.2.2, "strict": a scheme in the reference makes it absolute, even when equal to the base's.
+    let (scheme, authority, path, query) = match (r.scheme, r.authority) {
+        (Some(s), _) => (s.to_string(), r.authority, remove_dot_segments(r.path), r.query),
+        (None, Some(a)) => (b_scheme.to_string(), Some(a), remove_dot_segments(r.path), r.query),
+        (None, None) if r.path.is_empty() => {
+            (b_scheme.to_string(), Some(b_authority), b.path.to_string(), r.query.or(b.query))
+        }
+        (None, None) if r.path.starts_with('/') => {
+            (b_scheme.to_string(), Some(b_authority), remove_dot_segments(r.path), r.query)
+        }
+        (None, None) => (b_scheme.to_string(), Some(b_authority), remove_dot_segments(&merge(&b, r.path)), r.query),
+    };
+    // §5.3: recomposition.
+    let mut out = scheme.to_ascii_lowercase();
+    out.push(':');
+    if let Some(a) = authority {
+        out.push_str("//");
+        out.push_str(a);
+    }
+    out.push_str(&path);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    if let Some(f) = r.fragment {
+        out.push('#');
+        out.push_str(f);
+    }
+    Ok(out)
+}
+
+/// §5.2.3: a relative path against the base's.
+fn merge(base: &Reference<'_>, path: &str) -> String {
+    if base.authority.is_some() && base.path.is_empty() {
+        return format!("/{path}");
+    }
+    match base.path.rfind('/') {
+        Some(i) => format!("{}{path}", &base.path[..=i]),
+        None => path.to_string(),
+    }
+}
+
+/// §5.2.4, step by step as the RFC writes it.
+fn remove_dot_segments(path: &str) -> String {
+    let mut input = path;
+    let mut output = String::with_capacity(path.len());
+    while !input.is_empty() {
+        if let Some(rest) = input.strip_prefix("../").or_else(|| input.strip_prefix("./")) {
+            // A: drop a leading "../" or "./".
+            input = rest;
+        } else if input.starts_with("/./") || input == "/." {
+            // B: "/./" or a final "/." becomes "/".
+            input = if input == "/." { &input[..1] } else { &input[2..] };
+        } else if input.starts_with("/../") || input == "/.." {
+            // C: the same, and the last output segment goes too.
+            input = if input == "/.." { &input[..1] } else { &input[3..] };
+            output.truncate(output.rfind('/').unwrap_or(0));
+        } else if input == "." || input == ".." {
+            // D
+            input = "";
+        } else {
+            // E: move the first segment, with its leading "/", to the output.
+            let first = input.chars().next().map_or(0, char::len_utf8);
+            let end = input[first..].find('/').map_or(input.len(), |i| i + first);
+            output.push_str(&input[..end]);
+            input = &input[end..];
+        }
+    }
+    output
+}
+
+/// Replaces the `user:password@` part of every URL in `text` with `***@`. Applied to every URL
+/// and every error text that may quote one (proxy URLs legitimately carry credentials).
+pub fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = tail
+            // The same ends as the URL parser's, so nothing it would read as userinfo escapes;
+            // quotes are not ends, since a quote inside the userinfo would otherwise leak it.
+            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(at) => {
+                out.push_str("***");
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issuer_urls_are_checked() {
+        assert!(check_issuer("https://sso.example.com/realms/x").is_ok());
+        assert!(check_issuer("http://keycloak:8080/realms/x").is_ok());
+        let v6 = check_issuer("https://[::1]:8443").unwrap();
+        assert_eq!((v6.host, v6.port, v6.bare_host()), ("[::1]", Some(8443), "::1"));
+        assert_eq!(check_issuer("sso.example.com"), Err(Problem::NotAbsolute));
+        assert_eq!(check_issuer("ftp://x"), Err(Problem::UnsupportedScheme("ftp".into())));
+        assert_eq!(check_issuer("https://"), Err(Problem::EmptyHost));
+        assert_eq!(check_issuer("https://h:0"), Err(Problem::BadPort("0".into())));
+        assert_eq!(check_issuer("https://h:99999"), Err(Problem::BadPort("99999".into())));
+        assert_eq!(check_issuer("https://h/?a=b"), Err(Problem::Query));
+        assert_eq!(check_issuer("https://h/#x"), Err(Problem::Fragment));
+        assert_eq!(check_issuer("https://u:p@h/"), Err(Problem::Userinfo));
+        assert_eq!(check_issuer("https://h/a b"), Err(Problem::BadCharacter(' ')));
+        assert_eq!(check_issuer("https://[::1"), Err(Problem::BadIpv6Literal));
+    }
+
+    #[test]
+    fn problems_people_actually_make_are_named() {
+        assert_eq!(check_issuer(" https://h"), Err(Problem::SurroundingSpace));
+        assert_eq!(check_issuer("https://h/realms/x\n"), Err(Problem::SurroundingSpace));
+        assert_eq!(check_issuer("https://bücher.example/x"), Err(Problem::NonAsciiHost("bücher.example".into())));
+        assert!(Problem::NonAsciiHost("bücher.example".into()).to_string().contains("punycode form (xn--"));
+        assert_eq!(check_issuer("https://h/bücher"), Err(Problem::BadCharacter('ü')));
+        let long = format!("https://h/{}", "a".repeat(MAX_LEN));
+        assert_eq!(check_issuer(&long), Err(Problem::TooLong(long.len())));
+    }
+
+    #[test]
+    fn origins_make_default_ports_explicit() {
+        let a = split("https://H.example").unwrap().origin();
+        let b = split("https://h.example:443/x?y").unwrap().origin();
+        assert_eq!(a, b);
+        assert_ne!(a, split("http://h.example").unwrap().origin());
+        assert_eq!(bare_host("[::1]"), "::1");
+        assert_eq!(bare_host("h"), "h");
+        assert_eq!((default_port("http"), default_port("https")), (80, 443));
+    }
+
+    #[test]
+    fn well_known_is_appended_or_inserted() {
+        let oidc = "/.well-known/openid-configuration";
+        let oauth = "/.well-known/oauth-authorization-server";
+        assert_eq!(append_well_known("https://ex.com", oidc), "https://ex.com/.well-known/openid-configuration");
+        assert_eq!(append_well_known("https://ex.com/", oidc), "https://ex.com/.well-known/openid-configuration");
+        assert_eq!(append_well_known("https://ex.com/i1", oidc), "https://ex.com/i1/.well-known/openid-configuration");
+        assert_eq!(insert_well_known("https://ex.com", oauth), "https://ex.com/.well-known/oauth-authorization-server");
+        assert_eq!(
+            insert_well_known("https://kc/realms/x/", oauth),
+            "https://kc/.well-known/oauth-authorization-server/realms/x"
+        );
+        assert_eq!(
+            insert_well_known("https://[::1]:8443/realms/x", oauth),
+            "https://[::1]:8443/.well-known/oauth-authorization-server/realms/x"
+        );
+    }
+
+    /// RFC 3986 §5.4.1 and §5.4.2, every example.
+    #[test]
+    fn rfc_3986_examples_resolve() {
+        let base = "http://a/b/c/d;p?q";
+        for (reference, target) in [
+            ("g:h", "g:h"),
+            ("g", "http://a/b/c/g"),
+            ("./g", "http://a/b/c/g"),
+            ("g/", "http://a/b/c/g/"),
+            ("/g", "http://a/g"),
+            ("//g", "http://g"),
+            ("?y", "http://a/b/c/d;p?y"),
+            ("g?y", "http://a/b/c/g?y"),
+            ("#s", "http://a/b/c/d;p?q#s"),
+            ("g#s", "http://a/b/c/g#s"),
+            ("g?y#s", "http://a/b/c/g?y#s"),
+            (";x", "http://a/b/c/;x"),
+            ("g;x", "http://a/b/c/g;x"),
+            ("g;x?y#s", "http://a/b/c/g;x?y#s"),
+            ("", "http://a/b/c/d;p?q"),
+            (".", "http://a/b/c/"),
+            ("./", "http://a/b/c/"),
+            ("..", "http://a/b/"),
+            ("../", "http://a/b/"),
+            ("../g", "http://a/b/g"),
+            ("../..", "http://a/"),
+            ("../../", "http://a/"),
+            ("../../g", "http://a/g"),
+            ("../../../g", "http://a/g"),
+            ("../../../../g", "http://a/g"),
+            ("/./g", "http://a/g"),
+            ("/../g", "http://a/g"),
+            ("g.", "http://a/b/c/g."),
+            (".g", "http://a/b/c/.g"),
+            ("g..", "http://a/b/c/g.."),
+            ("..g", "http://a/b/c/..g"),
+            ("./../g", "http://a/b/g"),
+            ("./g/.", "http://a/b/c/g/"),
+            ("g/./h", "http://a/b/c/g/h"),
+            ("g/../h", "http://a/b/c/h"),
+            ("g;x=1/./y", "http://a/b/c/g;x=1/y"),
+            ("g;x=1/../y", "http://a/b/c/y"),
+            ("g?y/./x", "http://a/b/c/g?y/./x"),
+            ("g?y/../x", "http://a/b/c/g?y/../x"),
+            ("g#s/./x", "http://a/b/c/g#s/./x"),
+            ("g#s/../x", "http://a/b/c/g#s/../x"),
+            ("http:g", "http:g"),
+        ] {
+            if reference.is_empty() {
+                assert_eq!(resolve(base, reference), Err(ReferenceProblem::Empty));
+                continue;
+            }
+            assert_eq!(resolve(base, reference).as_deref(), Ok(target), "{reference:?}");
+        }
+    }
+
+    #[test]
+    fn locations_seen_in_the_field_resolve() {
+        let base = "https://h:8443/realms/x/.well-known/openid-configuration";
+        assert_eq!(resolve(base, "../x").unwrap(), "https://h:8443/realms/x/x");
+        assert_eq!(resolve(base, "../../y/.well-known/c").unwrap(), "https://h:8443/realms/y/.well-known/c");
+        assert_eq!(resolve(base, "/login?next=https://other/x").unwrap(), "https://h:8443/login?next=https://other/x");
+        assert_eq!(resolve(base, "HTTPS://h:8443/a").unwrap(), "https://h:8443/a");
+        assert_eq!(resolve(base, "//o/p").unwrap(), "https://o/p");
+        assert_eq!(resolve("https://h", "b").unwrap(), "https://h/b");
+        assert_eq!(resolve(base, "1a b:c"), Err(ReferenceProblem::BadScheme));
+    }
+
+    #[test]
+    fn credentials_are_hidden_everywhere() {
+        assert_eq!(redact("http://u:p@proxy:3128"), "http://***@proxy:3128");
+        assert_eq!(
+            redact("via 'http://a:b@p/x' and https://c@d?e#f, https://plain/"),
+            "via 'http://***@p/x' and https://***@d?e#f, https://plain/"
+        );
+        assert_eq!(redact("no url"), "no url");
+        assert_eq!(redact("https://"), "https://");
+        // Found by fuzzing: a quote inside the userinfo.
+        assert_eq!(redact("http://'u:p@phttp?sq:///s"), "http://***@phttp?sq:///s");
+        assert_eq!(redact("'https://a\"b:secret@h'"), "'https://***@h'");
+    }
+}
