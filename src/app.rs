@@ -6,25 +6,23 @@
 //! SIGTERM ends it at once even as PID 1 (where the kernel ignores signals without a handler).
 
 use crate::cli;
-use crate::config::{Config, ConfigError, Output};
+use crate::config::{Config, ConfigError};
 use crate::http::HttpClient;
-use crate::probe::{Checks, probe};
+use crate::probe::{Checks, Prober};
 use crate::proxy::ProxySettings;
-use crate::report::{self, LineThrottle, OUTCOME};
-use crate::url;
+use crate::report::{self, LineThrottle};
+use crate::tls::TlsSettings;
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
+use std::io::Write;
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-pub const EXIT_READY: i32 = 0;
-pub const EXIT_NOT_READY: i32 = 1;
-pub const EXIT_USAGE: i32 = 2;
-
 /// How long after the deadline the main thread still waits for an issuer's thread to report.
-/// Attempts clipped by the deadline end early (`wait::UNWIND`), so this is only the backstop
-/// that keeps the total within the promised `--timeout` + 0.1 s whatever an attempt is doing.
-const GRACE: Duration = Duration::from_millis(25);
+/// Attempts end before the deadline (the prober abandons a fetch at its budget, `wait::UNWIND`
+/// before the deadline), so this is only the backstop; with `report::DELIVERY_BOUND` it keeps the
+/// total within the promised `--timeout` + 0.1 s whatever an attempt or a sink is doing.
+const GRACE: Duration = Duration::from_millis(50);
 
 enum Event {
     Progress(usize, Tally),
@@ -55,8 +53,8 @@ pub fn main() -> i32 {
         if let Some((name, suggestion)) = unknown.into_iter().next() {
             return usage_error(&ConfigError::UnknownVariable { name, suggestion });
         }
-        print!("{}", report::settings_summary(&config, &proxies));
-        return EXIT_READY;
+        let _ = std::io::stdout().write_all(report::settings_summary(&config, &proxies).as_bytes());
+        return 0;
     }
     report::init_logging(config.quiet, std::env::var("RUST_LOG").ok());
     for (name, suggestion) in unknown {
@@ -75,9 +73,12 @@ pub fn main() -> i32 {
 }
 
 fn usage_error(e: &ConfigError) -> i32 {
-    eprintln!("wait-for-idp: error: {e}");
-    eprintln!("Run 'wait-for-idp --help' for the flags and their environment variables.");
-    EXIT_USAGE
+    // A closed or full stderr must not turn exit 2 into an abort: write errors are ignored.
+    let _ = writeln!(
+        std::io::stderr(),
+        "wait-for-idp: error: {e}\nRun 'wait-for-idp --help' for the flags and their environment variables."
+    );
+    report::EXIT_USAGE
 }
 
 /// SIGTERM and SIGINT reach the main loop as events.
@@ -91,18 +92,15 @@ fn install_signal_handlers(tx: Sender<Event>) {
                 }
             });
         }
-        Err(e) => eprintln!("wait-for-idp: warning: cannot handle SIGTERM/SIGINT: {e}"),
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "wait-for-idp: warning: cannot handle SIGTERM/SIGINT: {e}");
+        }
     }
-}
-
-struct IssuerState {
-    tally: Tally,
-    verdict: Option<Verdict>,
 }
 
 fn run(config: Config, proxies: ProxySettings, started: Instant, tx: Sender<Event>, rx: mpsc::Receiver<Event>) -> i32 {
     let config = Arc::new(config);
-    let client = Arc::new(HttpClient::new(&config.extra_roots, proxies, config.connect_to.clone()));
+    let client = Arc::new(HttpClient::new(TlsSettings::new(&config.extra_roots), proxies, config.connect_to.clone()));
     let checks =
         Arc::new(Checks { rules: config.rules, check_jwks: config.check_jwks, token_file: config.token_file.clone() });
     let deadline = started + config.timeout;
@@ -119,7 +117,8 @@ fn run(config: Config, proxies: ProxySettings, started: Instant, tx: Sender<Even
             let label = report::label(&config, &target.issuer);
             let mut throttle = LineThrottle::new(config.interval);
             let mut jitter = Jitter::from_entropy();
-            let mut attempt = |budget| probe(&client, &target, &checks, budget);
+            let prober = Prober::new(client, target.clone(), checks);
+            let mut attempt = |budget| prober.attempt(budget);
             let mut observe = |r: &wait::AttemptReport<'_>, t: &Tally| {
                 report::log_attempt(&label, r, t, &mut throttle);
                 let _ = tx.send(Event::Progress(index, t.clone()));
@@ -137,110 +136,34 @@ fn run(config: Config, proxies: ProxySettings, started: Instant, tx: Sender<Even
     }
     drop(tx);
 
-    let mut states: Vec<IssuerState> =
-        config.targets.iter().map(|_| IssuerState { tally: Tally::default(), verdict: None }).collect();
+    let mut states: Vec<(Option<Verdict>, Tally)> = config.targets.iter().map(|_| (None, Tally::default())).collect();
     let hard_deadline = deadline + GRACE;
+    let mut signal = None;
     loop {
-        let settled = states.iter().all(|s| s.verdict.is_some())
-            || states.iter().any(|s| matches!(s.verdict, Some(v) if v != Verdict::Ready));
+        let settled = states.iter().all(|(v, _)| v.is_some())
+            || states.iter().any(|(v, _)| matches!(v, Some(v) if *v != Verdict::Ready));
         if settled {
             break;
         }
         match rx.recv_timeout(hard_deadline.saturating_duration_since(Instant::now())) {
-            Ok(Event::Progress(i, tally)) => states[i].tally = tally,
-            Ok(Event::Finished(i, verdict, tally)) => {
-                states[i].tally = tally;
-                states[i].verdict = Some(verdict);
+            Ok(Event::Progress(i, tally)) => states[i].1 = tally,
+            Ok(Event::Finished(i, verdict, tally)) => states[i] = (Some(verdict), tally),
+            Ok(Event::Signal(sig)) => {
+                signal = Some(sig);
+                break;
             }
-            Ok(Event::Signal(sig)) => return interrupted(&config, &states, sig, started),
             Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => break,
         }
     }
-    finish(&config, &states, started)
-}
-
-fn total_attempts(states: &[IssuerState]) -> u32 {
-    states.iter().map(|s| s.tally.attempts).sum()
-}
-
-fn finish(config: &Config, states: &[IssuerState], started: Instant) -> i32 {
-    let elapsed = report::secs(started.elapsed());
-    let attempts = total_attempts(states);
-    let all_ready = states.iter().all(|s| s.verdict == Some(Verdict::Ready));
-    if all_ready {
-        for (target, state) in config.targets.iter().zip(states) {
-            if let Some(ready) = &state.tally.last_ready {
-                for w in &ready.document.warnings {
-                    log::warn!("{}{w}", report::label(config, &target.issuer));
-                }
-                if config.once && config.output == Output::Text {
-                    print!("{}", report::once_summary(ready));
-                }
-            }
-        }
-        let issuers: Vec<String> = config.targets.iter().map(|t| url::redact(&t.issuer)).collect();
-        let line = format!("ready: {} after {attempts} attempt(s) in {elapsed}", issuers.join(", "));
-        log::info!(target: OUTCOME, "{line}");
-        return conclude(config, states, started, &line, "ready", EXIT_READY);
-    }
-
-    let mut reasons = Vec::new();
-    for (target, state) in config.targets.iter().zip(states) {
-        let verdict = state.verdict.unwrap_or(Verdict::DeadlineReached);
-        if verdict == Verdict::Ready {
-            continue;
-        }
-        let label = report::label(config, &target.issuer);
-        let reason = report::not_ready_reason(verdict, &state.tally, config);
-        match &state.tally.last_failure {
-            Some(f) => log::warn!("{label}not ready ({reason}): last failure {}: {}", f.class, f.detail),
-            None => log::warn!("{label}not ready ({reason}) before any attempt finished"),
-        }
-        if state.tally.attempts > 0 {
-            log::warn!(
-                "{label}{} attempt(s), failures by class: {}",
-                state.tally.attempts,
-                report::failure_counts(&state.tally)
-            );
-        }
-        let class = state.tally.last_failure.as_ref().map_or("none", |f| f.class.as_str());
-        reasons.push(format!("{} ({reason}; last failure: {class})", url::redact(&target.issuer)));
-    }
-    let summary = format!("{} after {attempts} attempt(s) in {elapsed}", reasons.join(", "));
-    if config.fail_closed {
-        let line = format!("not ready: {summary}; failing closed (exit 1)");
-        log::error!(target: OUTCOME, "{line}");
-        conclude(config, states, started, &line, "not-ready", EXIT_NOT_READY)
-    } else {
-        let line =
-            format!("failing open: not ready: {summary}; starting the workload anyway, as without the gate (exit 0)");
-        log::warn!(target: OUTCOME, "{line}");
-        conclude(config, states, started, &line, "failed-open", EXIT_READY)
-    }
-}
-
-fn interrupted(config: &Config, states: &[IssuerState], sig: i32, started: Instant) -> i32 {
-    let name = if sig == signal_hook::consts::SIGINT { "SIGINT" } else { "SIGTERM" };
-    let line = format!(
-        "interrupted by {name} after {} attempt(s) in {}; not ready",
-        total_attempts(states),
-        report::secs(started.elapsed())
-    );
-    log::warn!(target: OUTCOME, "{line}");
-    conclude(config, states, started, &line, "interrupted", 128 + sig)
-}
-
-/// The termination message, and the JSON summary when asked for; returns the exit code.
-fn conclude(config: &Config, states: &[IssuerState], started: Instant, line: &str, outcome: &str, code: i32) -> i32 {
-    report::write_termination_log(config, line);
-    if config.output == Output::Json {
-        let issuers: Vec<report::IssuerResult<'_>> = config
-            .targets
-            .iter()
-            .zip(states)
-            .map(|(target, s)| report::IssuerResult { target, verdict: s.verdict, tally: &s.tally })
-            .collect();
-        println!("{}", report::json_summary(outcome, code, started.elapsed(), &issuers));
-    }
-    code
+    let issuers: Vec<report::IssuerResult<'_>> = config
+        .targets
+        .iter()
+        .zip(&states)
+        .map(|(target, (verdict, tally))| report::IssuerResult { target, verdict: *verdict, tally })
+        .collect();
+    let conclusion = match signal {
+        Some(sig) => report::interrupted(&config, &issuers, sig, started.elapsed()),
+        None => report::conclude(&config, &issuers, started.elapsed()),
+    };
+    conclusion.deliver(&config.termination_log)
 }

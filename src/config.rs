@@ -77,7 +77,7 @@ pub enum ConfigError {
     InvalidValue { source: Source, value: String, expected: &'static str },
     Invalid { source: Source, value: String, why: String },
     CaFile { source: Source, path: String, problem: CaFileProblem },
-    TokenFile { source: Source, path: String, problem: String },
+    TokenFile { source: Source, path: String, problem: crate::token::TokenProblem },
     Conflict(String),
     UnknownVariable { name: String, suggestion: Option<&'static str> },
 }
@@ -154,7 +154,7 @@ pub struct Config {
     pub output: Output,
     pub fail_closed: bool,
     pub once: bool,
-    pub termination_log: Option<TerminationLog>,
+    pub termination_log: TerminationLog,
     pub quiet: bool,
     /// Only check the configuration.
     pub dry_run: bool,
@@ -194,12 +194,15 @@ impl Inputs<'_> {
         }
     }
 
-    /// A repeatable flag; its variable holds a comma-separated list.
+    /// A repeatable flag; its variable holds a comma-separated list. oauth2-proxy's issuer
+    /// variable holds exactly one URL, taken as it is: the gate must check the value the proxy
+    /// will use, spaces and commas included.
     fn list(&self, id: &'static str, flag: &[String]) -> Vec<Raw> {
         if !flag.is_empty() {
             return flag.iter().map(|v| Raw { value: v.clone(), source: Source::Flag(id) }).collect();
         }
         match self.env(id) {
+            Some(raw) if raw.source == Source::Env("OAUTH2_PROXY_OIDC_ISSUER_URL") => vec![raw],
             Some(raw) => raw
                 .value
                 .split(',')
@@ -250,19 +253,6 @@ fn parse_duration(raw: Option<Raw>, default: Duration) -> Result<Duration, Confi
         return Err(invalid("a duration of at most 366 days"));
     }
     Ok(d)
-}
-
-/// Reads a token file now, so a wrong path is a configuration error rather than a wait.
-pub fn read_token(path: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot be read ({e})"))?;
-    let token = text.trim();
-    if token.is_empty() {
-        return Err("is empty".into());
-    }
-    if token.chars().any(|c| c.is_control() || c == ' ') {
-        return Err("holds spaces or control characters; it must hold one bearer token".into());
-    }
-    Ok(token.to_string())
 }
 
 fn parse_count(raw: Option<Raw>) -> Result<Option<u32>, ConfigError> {
@@ -330,7 +320,15 @@ impl Config {
         let inputs = Inputs { env };
         let mut warnings = Vec::new();
 
-        let issuers = inputs.list("issuer", &cli.issuer);
+        let mut issuers = inputs.list("issuer", &cli.issuer);
+        let mut seen = std::collections::HashSet::new();
+        issuers.retain(|raw| {
+            let first = seen.insert(raw.value.clone());
+            if !first {
+                warnings.push(format!("{}: {} is given twice; it is polled once", raw.source, url::redact(&raw.value)));
+            }
+            first
+        });
         if issuers.is_empty() {
             let empty_env = env(cli::env_var("issuer")).is_some_and(|v| v.trim().is_empty());
             return Err(ConfigError::MissingIssuer { empty_env });
@@ -438,7 +436,7 @@ impl Config {
             None => None,
             Some(raw) => {
                 let path = PathBuf::from(&raw.value);
-                read_token(&path).map_err(|problem| ConfigError::TokenFile {
+                crate::token::read(&path).map_err(|problem| ConfigError::TokenFile {
                     source: raw.source,
                     path: raw.value.clone(),
                     problem,
@@ -471,8 +469,8 @@ impl Config {
         }
 
         let termination_log = match inputs.single("termination_log", &cli.termination_log) {
-            Some(raw) => Some(TerminationLog { path: PathBuf::from(raw.value), create: true }),
-            None => Some(TerminationLog { path: PathBuf::from(DEFAULT_TERMINATION_LOG), create: false }),
+            Some(raw) => TerminationLog { path: PathBuf::from(raw.value), create: true },
+            None => TerminationLog { path: PathBuf::from(DEFAULT_TERMINATION_LOG), create: false },
         };
 
         Ok(Config {
@@ -524,7 +522,7 @@ mod tests {
         );
         assert_eq!(c.max_attempts, None);
         assert!(!c.fail_closed);
-        assert!(!c.termination_log.unwrap().create);
+        assert!(!c.termination_log.create);
     }
 
     #[test]
@@ -609,6 +607,18 @@ mod tests {
         assert!(e.starts_with("--token-file: token file '/nonexistent/token' cannot be read"), "{e}");
         let e = err(&["--issuer", "https://h"], &[("WAIT_FOR_IDP_OUTPUT", "yaml")]);
         assert!(e.contains("text or json"), "{e}");
+    }
+
+    #[test]
+    fn issuers_are_read_as_the_real_client_reads_them() {
+        let c = build(&[], &[("OAUTH2_PROXY_OIDC_ISSUER_URL", "https://h/realms/a,b")]).unwrap();
+        assert_eq!(c.targets.len(), 1);
+        assert_eq!(c.targets[0].issuer, "https://h/realms/a,b", "one URL, not a list");
+        let e = err(&[], &[("OAUTH2_PROXY_OIDC_ISSUER_URL", "https://h/realms/a ")]);
+        assert!(e.starts_with("OAUTH2_PROXY_OIDC_ISSUER_URL") && e.contains("white space"), "{e}");
+        let c = build(&["--issuer", "https://a", "--issuer", "https://b", "--issuer", "https://a"], &[]).unwrap();
+        assert_eq!(c.targets.iter().map(|t| t.issuer.as_str()).collect::<Vec<_>>(), ["https://a", "https://b"]);
+        assert!(c.warnings[0].contains("https://a is given twice; it is polled once"), "{:?}", c.warnings);
     }
 
     #[test]

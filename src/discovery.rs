@@ -69,6 +69,11 @@ pub enum DocumentProblem {
     IssuerMismatch { expected: String, found: String },
     /// A member the rules require is absent.
     MissingField(String),
+    /// `--strict`: the announced issuer is not an https URL without query or fragment.
+    NotHttps(String),
+    /// `issuer` appears more than once: clients may read different values (Go's encoding/json,
+    /// in go-oidc and oauth2-proxy, matches member names case-insensitively and takes the last).
+    Duplicate(Vec<String>),
 }
 
 impl fmt::Display for DocumentProblem {
@@ -83,7 +88,15 @@ impl fmt::Display for DocumentProblem {
                 "document says issuer {found:?}, expected {expected:?}; {}",
                 issuer_mismatch_hint(expected, found)
             ),
-            DocumentProblem::MissingField(msg) => write!(f, "{msg}"),
+            DocumentProblem::MissingField(msg) | DocumentProblem::NotHttps(msg) => write!(f, "{msg}"),
+            DocumentProblem::Duplicate(names) => write!(
+                f,
+                "the document has {} \"issuer\" members ({}): Go clients (go-oidc, oauth2-proxy) match member names \
+                 case-insensitively and take the last, other clients may take another, so which issuer a client sees \
+                 is ambiguous",
+                names.len(),
+                names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")
+            ),
         }
     }
 }
@@ -119,6 +132,10 @@ pub fn validate_document(body: &[u8], expected_issuer: &str, rules: Rules) -> Re
     let Value::Object(doc) = value else {
         return Err(DocumentProblem::Json(format!("body is JSON {}, not an object", json_type_name(&value))));
     };
+    let issuers = issuer_members(text);
+    if issuers.len() > 1 {
+        return Err(DocumentProblem::Duplicate(issuers));
+    }
 
     let issuer = match doc.get("issuer") {
         Some(Value::String(s)) => s.clone(),
@@ -160,7 +177,7 @@ pub fn validate_document(body: &[u8], expected_issuer: &str, rules: Rules) -> Re
     }
     if rules.strict {
         if let Some(problem) = strict_issuer_problem(&document.issuer) {
-            return Err(DocumentProblem::MissingField(problem));
+            return Err(DocumentProblem::NotHttps(problem));
         }
         if !missing.is_empty() {
             return Err(DocumentProblem::MissingField(format!(
@@ -175,6 +192,50 @@ pub fn validate_document(body: &[u8], expected_issuer: &str, rules: Rules) -> Re
         ));
     }
     Ok(document)
+}
+
+/// The top-level member names that Go's encoding/json would read as `issuer`, duplicates kept
+/// (serde_json's map keeps only the last of equal names, and none of the case variants).
+fn issuer_members(text: &str) -> Vec<String> {
+    struct Names(Vec<String>);
+    impl<'de> serde::Deserialize<'de> for Names {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Names, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Names;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Names, A::Error> {
+                    let mut names = Vec::new();
+                    while let Some(name) = map.next_key::<String>()? {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                        if go_fold(&name) == "ISSUER" {
+                            names.push(name);
+                        }
+                    }
+                    Ok(Names(names))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    serde_json::from_str::<Names>(text).map(|n| n.0).unwrap_or_default()
+}
+
+/// Go's encoding/json name folding: each character to lower case, then to upper case, by the
+/// simple (one-character) Unicode mappings, so `ſ` (long s) is an `S` and `ı` an `I`.
+fn go_fold(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            let lower = c.to_lowercase().next().unwrap_or(c);
+            let mut upper = lower.to_uppercase();
+            match (upper.next(), upper.next()) {
+                (Some(u), None) => u,
+                _ => lower,
+            }
+        })
+        .collect()
 }
 
 fn strict_issuer_problem(issuer: &str) -> Option<String> {
@@ -278,6 +339,20 @@ pub fn issuer_mismatch_hint(expected: &str, found: &str) -> String {
             "only the trailing slash differs; configure exactly {found:?} (Auth0 and Authentik issuers end in '/', Keycloak's do not)"
         );
     }
+    let authority = |u| url::split(u).ok().map(|p| p.authority);
+    if let (Some(e), Some(f)) = (authority(expected), authority(found)) {
+        if e != f && e.eq_ignore_ascii_case(f) {
+            return format!(
+                "the hosts differ in case ({e:?} here, {f:?} in the document); the issuer is compared byte for \
+                 byte, so configure exactly {found:?}"
+            );
+        }
+    }
+    if expected.eq_ignore_ascii_case(found) {
+        return format!(
+            "they differ only in letter case; the issuer is compared byte for byte, so configure exactly {found:?}"
+        );
+    }
     let host_of = |u: &str| url::split(u).ok().map(|p| p.authority.to_ascii_lowercase());
     if host_of(expected) != host_of(found) || expected.split("://").next() != found.split("://").next() {
         return "the provider builds its issuer from its public URL (Keycloak: KC_HOSTNAME or the realm's \
@@ -365,6 +440,30 @@ mod tests {
         let skip = Rules { skip_issuer_check: true, ..rules(MetadataKind::Oidc, false) };
         let doc = validate_document(body, "https://h", skip).unwrap();
         assert!(doc.warnings[0].contains("--skip-issuer-check"));
+    }
+
+    #[test]
+    fn duplicate_issuers_are_ambiguous_as_go_reads_them() {
+        let r = rules(MetadataKind::Oidc, false);
+        for (body, names) in [
+            (r#"{"issuer":"https://h","issuer":"https://e","jwks_uri":"k"}"#, vec!["issuer", "issuer"]),
+            (r#"{"ISSUER":"https://e","issuer":"https://h","jwks_uri":"k"}"#, vec!["ISSUER", "issuer"]),
+            // Go folds the long s and the dotless i onto s and i.
+            (r#"{"issuer":"https://h","iſſuer":"https://e","jwks_uri":"k"}"#, vec!["issuer", "iſſuer"]),
+            (r#"{"ıssuer":"https://e","issuer":"https://h","jwks_uri":"k"}"#, vec!["ıssuer", "issuer"]),
+        ] {
+            let expected: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            assert_eq!(validate_document(body.as_bytes(), "https://h", r), Err(DocumentProblem::Duplicate(expected)));
+        }
+        assert!(validate_document(br#"{"issuer":"https://h","issuers":1,"jwks_uri":"k"}"#, "https://h", r).is_ok());
+    }
+
+    #[test]
+    fn issuers_differing_in_case_say_so() {
+        let hint = issuer_mismatch_hint("https://SSO.example.com/realms/x", "https://sso.example.com/realms/x");
+        assert!(hint.contains("the hosts differ in case") && hint.contains("byte for byte"), "{hint}");
+        let hint = issuer_mismatch_hint("https://sso.example.com/realms/X", "https://sso.example.com/realms/x");
+        assert!(hint.contains("only in letter case"), "{hint}");
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! Each function panics when a property fails, which is what a fuzzer looks for.
 
 use crate::discovery::{MetadataKind, Rules, printable_excerpt, validate_document, well_known_url};
-use crate::http::resolve_location;
 use crate::url;
 
 /// Document validation over arbitrary bytes: never panics, and never accepts a document for
@@ -42,7 +41,7 @@ pub fn urls(data: &[u8]) {
             let derived = url::split(&url).expect("a derived URL parses");
             assert_eq!(derived.origin(), origin, "derivation left the issuer's origin: {url}");
         }
-        if let Ok(next) = resolve_location(first, second) {
+        if let Ok(next) = url::resolve(first, second) {
             let _ = url::split(&next);
         }
     }

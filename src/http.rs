@@ -3,19 +3,24 @@
 //! Every byte from the network is treated as hostile: the whole exchange, DNS to last body byte
 //! and every redirect hop, runs under one time budget; bodies stop at [`BODY_LIMIT`]; redirects
 //! are followed by hand so that they stay on the origin the user configured (a bearer token is
-//! never carried elsewhere) and never downgrade to plain http.
+//! never carried elsewhere) and never downgrade to plain http. Each fetch records its stage in a
+//! [`Progress`], so that whoever gives up waiting on it can say where it hung.
 
 use crate::connect_to::ConnectTo;
+use crate::human::secs;
+use crate::progress::{Progress, Stage};
 use crate::proxy::ProxySettings;
-use crate::tls::{TlsConnector, client_config};
+use crate::tls::{self, TlsConnector, TlsSettings};
 use crate::url;
-use rustls::pki_types::CertificateDer;
 use std::fmt;
 use std::io;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 use ureq::Agent;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{ConnectProxyConnector, Connector, NextTimeout, TcpConnector};
+use ureq::unversioned::transport::{
+    ConnectProxyConnector, ConnectionDetails, Connector, NextTimeout, TcpConnector, Transport,
+};
 
 /// Largest body accepted. Real discovery documents are 1-10 KiB; anything near this is a
 /// misbehaving server, and reading on would only delay the verdict.
@@ -24,10 +29,14 @@ pub const BODY_LIMIT: u64 = 1024 * 1024;
 pub const MAX_REDIRECTS: usize = 5;
 
 /// A complete response: the body was read to its end, within the limit.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Fetched {
     pub status: u16,
     pub content_type: Option<String>,
+    /// A body encoding the server applied although none was asked for (no Accept-Encoding).
+    pub content_encoding: Option<String>,
+    /// The raw `Retry-After` header.
+    pub retry_after: Option<String>,
     /// The Location header, used to follow redirects.
     pub location: Option<String>,
     pub body: Vec<u8>,
@@ -35,17 +44,32 @@ pub struct Fetched {
     pub url: String,
 }
 
-/// Why no complete response was had.
+/// Why no complete response was had. `Display` is the message users read.
 #[derive(Debug, Clone)]
 pub enum FetchError {
-    Dns(String),
+    /// The resolver answered, and not with an address.
+    Dns {
+        host: String,
+        detail: String,
+    },
+    /// No answer in time; `stage` says where the exchange hung.
+    TimedOut {
+        stage: Stage,
+        host: String,
+        after: Duration,
+    },
     /// The peer actively refused: nothing listens yet. Costs the provider nothing.
-    Refused(String),
+    Refused {
+        host: String,
+    },
     Connect(String),
-    Timeout(String),
     Tls {
         host: String,
         error: rustls::Error,
+    },
+    /// The TLS server asked for a client certificate and then broke off.
+    ClientCertificateRequired {
+        host: String,
     },
     TlsOther(String),
     Redirect(String),
@@ -56,26 +80,61 @@ pub enum FetchError {
 impl fmt::Display for FetchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FetchError::Dns(d) => write!(f, "name resolution failed: {d}"),
-            FetchError::Refused(d) => write!(f, "connection refused ({d})"),
-            FetchError::Connect(d) => write!(f, "{d}"),
-            FetchError::Timeout(d) => write!(f, "{d}"),
-            FetchError::Tls { error, .. } => write!(f, "{error}"),
-            FetchError::TlsOther(d) => write!(f, "{d}"),
-            FetchError::Redirect(d) => write!(f, "{d}"),
-            FetchError::Body(d) => write!(f, "{d}"),
-            FetchError::Protocol(d) => write!(f, "{d}"),
+            FetchError::Dns { host, detail } => write!(f, "name resolution of {host} failed: {detail}"),
+            FetchError::TimedOut { stage, host, after } => {
+                let after = secs(*after);
+                match stage {
+                    Stage::Resolving => write!(f, "no answer from the resolver within {after} (looking up {host})"),
+                    Stage::Connecting => write!(
+                        f,
+                        "no TCP connection to {host} within {after} (packets dropped: a firewall or NetworkPolicy, \
+                         or the host is down)"
+                    ),
+                    Stage::TlsHandshake => write!(
+                        f,
+                        "TLS handshake with {host} not complete within {after} (the connection was accepted but \
+                         nothing answers: a stuck or overloaded TLS terminator)"
+                    ),
+                    Stage::AwaitingResponse => write!(
+                        f,
+                        "no response from {host} within {after} after the request was sent (the server is hung \
+                         or overloaded)"
+                    ),
+                    Stage::ReadingBody => write!(f, "body from {host} not complete within {after} (server too slow)"),
+                }
+            }
+            FetchError::Refused { host } => write!(f, "connection refused by {host} (nothing listening yet)"),
+            FetchError::Tls { host, error } => f.write_str(&tls::explain(host, error)),
+            FetchError::ClientCertificateRequired { host } => f.write_str(&tls::client_certificate_required(host)),
+            FetchError::Connect(d)
+            | FetchError::TlsOther(d)
+            | FetchError::Redirect(d)
+            | FetchError::Body(d)
+            | FetchError::Protocol(d) => f.write_str(d),
+        }
+    }
+}
+
+impl FetchError {
+    /// The stage a timeout hung in, if this is a timeout.
+    pub fn timed_out_in(&self) -> Option<Stage> {
+        match self {
+            FetchError::TimedOut { stage, .. } => Some(*stage),
+            _ => None,
         }
     }
 }
 
 /// Marks a resolver failure so it can be told from other I/O errors.
 #[derive(Debug)]
-struct DnsFailure(String);
+struct DnsFailure {
+    host: String,
+    detail: String,
+}
 
 impl fmt::Display for DnsFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        write!(f, "{}: {}", self.host, self.detail)
     }
 }
 
@@ -84,10 +143,11 @@ impl std::error::Error for DnsFailure {}
 /// The system resolver, applying `--connect-to` rules first, with failures tagged as DNS
 /// failures. Only the address changes: the URL, and so SNI, the certificate check and the Host
 /// header, keep the original name.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct GateResolver {
     inner: DefaultResolver,
-    connect_to: Vec<ConnectTo>,
+    connect_to: Arc<Vec<ConnectTo>>,
+    progress: Arc<Progress>,
 }
 
 impl Resolver for GateResolver {
@@ -105,43 +165,54 @@ impl Resolver for GateResolver {
                 let scheme = uri.scheme_str().unwrap_or("https");
                 let target: ureq::http::Uri = format!("{scheme}://{to_host}:{to_port}/")
                     .parse()
-                    .map_err(|_| dns_error(format!("--connect-to target {to_host}:{to_port} is not usable")))?;
+                    .map_err(|_| dns_error(to_host, "is not a usable --connect-to target".into()))?;
                 (target, format!(" (via --connect-to {to_host}:{to_port})"))
             }
             None => (uri.clone(), String::new()),
         };
+        let name = url::bare_host(target.host().unwrap_or("?")).to_string();
+        self.progress.enter(Stage::Resolving, &name);
         self.inner.resolve(&target, config, timeout).map_err(|e| match e {
             ureq::Error::Timeout(_) => e,
-            ureq::Error::HostNotFound => dns_error(format!("{} has no address{via}", target.host().unwrap_or("?"))),
-            other => dns_error(format!("{}: {}{via}", target.host().unwrap_or("?"), io_detail(&other))),
+            ureq::Error::HostNotFound => dns_error(&name, format!("no address{via}")),
+            ureq::Error::Io(io) => dns_error(&name, format!("{io}{via}")),
+            other => dns_error(&name, format!("{other}{via}")),
         })
     }
 }
 
-fn dns_error(detail: String) -> ureq::Error {
-    ureq::Error::Io(io::Error::other(DnsFailure(detail)))
+fn dns_error(host: &str, detail: String) -> ureq::Error {
+    ureq::Error::Io(io::Error::other(DnsFailure { host: host.to_string(), detail }))
 }
 
-fn io_detail(e: &ureq::Error) -> String {
-    match e {
-        ureq::Error::Io(io) => io.to_string(),
-        other => other.to_string(),
+/// Records a stage when a connection reaches it in the connector chain, and passes the
+/// connection on unchanged.
+#[derive(Debug)]
+struct StageMark {
+    stage: Stage,
+    progress: Arc<Progress>,
+}
+
+impl<In: Transport> Connector<In> for StageMark {
+    type Out = In;
+
+    fn connect(&self, details: &ConnectionDetails, chained: Option<In>) -> Result<Option<In>, ureq::Error> {
+        self.progress.enter(self.stage, url::bare_host(details.uri.host().unwrap_or("?")));
+        Ok(chained)
     }
 }
 
-/// Fetches documents. One agent serves every attempt; connections are not pooled, so each
-/// attempt proves the provider answers a new client.
+/// Fetches documents. Each fetch gets an agent of its own, wired to its [`Progress`];
+/// connections are not pooled, so each attempt proves the provider answers a new client.
 pub struct HttpClient {
-    agent: Agent,
+    config: ureq::config::Config,
+    tls: TlsSettings,
     proxies: ProxySettings,
+    connect_to: Arc<Vec<ConnectTo>>,
 }
 
 impl HttpClient {
-    pub fn new(
-        extra_roots: &[CertificateDer<'static>],
-        proxies: ProxySettings,
-        connect_to: Vec<ConnectTo>,
-    ) -> HttpClient {
+    pub fn new(tls: TlsSettings, proxies: ProxySettings, connect_to: Vec<ConnectTo>) -> HttpClient {
         let config = Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -151,17 +222,34 @@ impl HttpClient {
             .user_agent(concat!("wait-for-idp/", env!("CARGO_PKG_VERSION")))
             .accept("application/json")
             .build();
+        HttpClient { config, tls, proxies, connect_to: Arc::new(connect_to) }
+    }
+
+    fn agent(&self, progress: &Arc<Progress>) -> Agent {
+        let mark = |stage| StageMark { stage, progress: progress.clone() };
         let connector =
-            ().chain(ConnectProxyConnector::default())
+            ().chain(mark(Stage::Connecting))
+                .chain(ConnectProxyConnector::default())
                 .chain(TcpConnector::default())
-                .chain(TlsConnector::new(client_config(extra_roots)));
-        let resolver = GateResolver { inner: DefaultResolver::default(), connect_to };
-        HttpClient { agent: Agent::with_parts(config, connector, resolver), proxies }
+                .chain(TlsConnector::new(self.tls.clone(), progress.clone()))
+                .chain(mark(Stage::AwaitingResponse));
+        let resolver = GateResolver {
+            inner: DefaultResolver::default(),
+            connect_to: self.connect_to.clone(),
+            progress: progress.clone(),
+        };
+        Agent::with_parts(self.config.clone(), connector, resolver)
     }
 
     /// GETs `url` within `budget`, following same-origin redirects. `headers` go to every hop
     /// (all hops share the origin).
-    pub fn get(&self, url: &str, budget: Duration, headers: &[(&str, String)]) -> Result<Fetched, FetchError> {
+    pub fn get(
+        &self,
+        url: &str,
+        budget: Duration,
+        headers: &[(&str, String)],
+        progress: &Arc<Progress>,
+    ) -> Result<Fetched, FetchError> {
         let started = Instant::now();
         let origin = url::split(url).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?.origin();
         let mut current = url.to_string();
@@ -169,31 +257,14 @@ impl HttpClient {
         loop {
             let left = budget.saturating_sub(started.elapsed());
             if left.is_zero() {
-                return Err(FetchError::Timeout(format!("no answer within {}", crate::report::secs(budget))));
+                let (stage, host) = progress.at();
+                return Err(FetchError::TimedOut { stage, host, after: budget });
             }
-            let fetched = self.get_once(&current, left, headers)?;
+            let fetched = self.get_once(&current, left, headers, progress)?;
             if !matches!(fetched.status, 301 | 302 | 303 | 307 | 308) {
                 return Ok(fetched);
             }
-            let location = fetched.location.clone().ok_or_else(|| {
-                FetchError::Redirect(format!("HTTP {} redirect without a Location header", fetched.status))
-            })?;
-            let next = resolve_location(&current, &location)
-                .map_err(|why| FetchError::Redirect(format!("redirect to {:?}: {why}", url::redact(&location))))?;
-            let next_parts = url::split(&next)
-                .map_err(|p| FetchError::Redirect(format!("redirect to {:?}: {p}", url::redact(&next))))?;
-            if current.starts_with("https://") && next_parts.scheme == "http" {
-                return Err(FetchError::Redirect(format!(
-                    "refused redirect from https to plain http ({})",
-                    url::redact(&next)
-                )));
-            }
-            if next_parts.origin() != origin {
-                return Err(FetchError::Redirect(format!(
-                    "refused redirect to another origin ({}); point --discovery-url at the final location",
-                    url::redact(&next)
-                )));
-            }
+            let next = next_hop(&current, &fetched, &origin)?;
             if visited.contains(&next) {
                 return Err(FetchError::Redirect(format!("redirect loop at {}", url::redact(&next))));
             }
@@ -205,110 +276,151 @@ impl HttpClient {
         }
     }
 
-    fn get_once(&self, url: &str, budget: Duration, headers: &[(&str, String)]) -> Result<Fetched, FetchError> {
-        let parts = url::split(url).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
+    fn get_once(
+        &self,
+        target: &str,
+        budget: Duration,
+        headers: &[(&str, String)],
+        progress: &Arc<Progress>,
+    ) -> Result<Fetched, FetchError> {
+        let parts = url::split(target).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
         let proxy = self.proxies.for_url(&parts).map(|c| c.proxy.clone());
         let host = parts.bare_host().to_string();
-        let mut request = self.agent.get(url).config().timeout_global(Some(budget)).proxy(proxy).build();
+        progress.enter(Stage::Resolving, &host);
+        let agent = self.agent(progress);
+        let mut request = agent.get(target).config().timeout_global(Some(budget)).proxy(proxy).build();
         for (name, value) in headers {
             request = request.header(*name, value);
         }
-        let mut response = request.call().map_err(|e| classify(e, &host, Phase::Headers, budget))?;
+        let mut response = request.call().map_err(|e| classify(e, progress, budget))?;
+        progress.enter(Stage::ReadingBody, &host);
         let status = response.status().as_u16();
         let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
-        let content_type = header("content-type");
-        let location = header("location");
-        let body = response
+        let mut fetched = Fetched {
+            status,
+            content_type: header("content-type"),
+            content_encoding: header("content-encoding").filter(|e| !e.trim().eq_ignore_ascii_case("identity")),
+            retry_after: header("retry-after"),
+            location: header("location"),
+            body: Vec::new(),
+            url: target.to_string(),
+        };
+        fetched.body = response
             .body_mut()
             .with_config()
             .limit(BODY_LIMIT)
             .read_to_vec()
-            .map_err(|e| classify(e, &host, Phase::Body, budget))?;
-        Ok(Fetched { status, content_type, location, body, url: url.to_string() })
+            .map_err(|e| classify(e, progress, budget))?;
+        Ok(fetched)
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Headers,
-    Body,
+/// `Retry-After` (RFC 9110 §10.2.3) as a delay from `now`: delay-seconds or an HTTP-date (the
+/// preferred form and both obsolete ones). A date in the past is no delay; garbage is ignored.
+pub fn retry_after(raw: &str, now: SystemTime) -> Option<Duration> {
+    let raw = raw.trim();
+    if !raw.is_empty() && raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(Duration::from_secs(raw.parse().unwrap_or(u64::MAX)));
+    }
+    let at = httpdate::parse_http_date(raw).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-/// Maps ureq's errors onto the failure kinds a user can act on.
-fn classify(e: ureq::Error, host: &str, phase: Phase, budget: Duration) -> FetchError {
-    let in_body = phase == Phase::Body;
-    match e {
-        ureq::Error::Timeout(which) => FetchError::Timeout(if in_body {
-            format!("body not complete within {} (server too slow)", crate::report::secs(budget))
+/// Where a redirect leads: resolved as RFC 3986 says, and only on the same origin, never from
+/// https to http.
+fn next_hop(current: &str, fetched: &Fetched, origin: &str) -> Result<String, FetchError> {
+    let location = fetched
+        .location
+        .as_deref()
+        .ok_or_else(|| FetchError::Redirect(format!("HTTP {} redirect without a Location header", fetched.status)))?;
+    let resolved = url::resolve(current, location)
+        .map_err(|why| FetchError::Redirect(format!("redirect to {:?}: {why}", url::redact(location))))?;
+    // A fragment is never sent (RFC 9110 §7.1).
+    let next = resolved.split('#').next().unwrap_or_default().to_string();
+    let next_parts =
+        url::split(&next).map_err(|p| FetchError::Redirect(format!("redirect to {:?}: {p}", url::redact(&next))))?;
+    if current.starts_with("https://") && next_parts.scheme == "http" {
+        return Err(FetchError::Redirect(format!(
+            "refused redirect from https to plain http ({})",
+            url::redact(&next)
+        )));
+    }
+    if next_parts.origin() != origin {
+        return Err(FetchError::Redirect(format!(
+            "refused redirect to another origin ({}); point --discovery-url at the final location",
+            url::redact(&next)
+        )));
+    }
+    Ok(next)
+}
+
+/// Maps ureq's errors onto the failure kinds a user can act on, using the stage the exchange
+/// had reached.
+fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError {
+    let (stage, host) = progress.at();
+    let in_body = stage == Stage::ReadingBody;
+    let tls_failure = |error: rustls::Error| {
+        if progress.client_cert_requested() {
+            FetchError::ClientCertificateRequired { host: host.clone() }
         } else {
-            format!("no answer within {} ({which})", crate::report::secs(budget))
-        }),
-        ureq::Error::Rustls(error) => FetchError::Tls { host: host.to_string(), error },
+            FetchError::Tls { host: host.clone(), error }
+        }
+    };
+    match e {
+        ureq::Error::Timeout(_) => FetchError::TimedOut { stage, host, after: budget },
+        ureq::Error::Rustls(error) => tls_failure(error),
         ureq::Error::Tls(msg) => FetchError::TlsOther(msg.to_string()),
         ureq::Error::BodyExceedsLimit(_) => {
             FetchError::Body(format!("body larger than {} KiB: not a discovery document", BODY_LIMIT / 1024))
         }
-        ureq::Error::HostNotFound => FetchError::Dns(format!("{host} has no address")),
+        ureq::Error::HostNotFound => FetchError::Dns { host, detail: "no address".into() },
         ureq::Error::Io(io) => {
             if let Some(dns) = io.get_ref().and_then(|i| i.downcast_ref::<DnsFailure>()) {
-                return FetchError::Dns(dns.0.clone());
+                return FetchError::Dns { host: dns.host.clone(), detail: dns.detail.clone() };
             }
             if let Some(tls) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-                return FetchError::Tls { host: host.to_string(), error: tls.clone() };
+                return tls_failure(tls.clone());
             }
             match io.kind() {
-                io::ErrorKind::ConnectionRefused if !in_body => FetchError::Refused(host.to_string()),
-                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => FetchError::Timeout(format!("timed out: {io}")),
-                _ if in_body => FetchError::Body(format!("body cut short: {io}")),
-                io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => {
-                    FetchError::Connect(format!("connection closed before a response: {io}"))
+                io::ErrorKind::ConnectionRefused if stage <= Stage::Connecting => FetchError::Refused { host },
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
+                    FetchError::TimedOut { stage, host, after: budget }
                 }
-                _ => FetchError::Connect(format!("cannot connect: {io}")),
+                _ if in_body => FetchError::Body(format!("body cut short: {io}")),
+                _ if progress.client_cert_requested() => FetchError::ClientCertificateRequired { host },
+                io::ErrorKind::UnexpectedEof
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::BrokenPipe => {
+                    FetchError::Connect(format!("{host} closed the connection before a response: {io}"))
+                }
+                _ => FetchError::Connect(format!("cannot connect to {host}: {io}")),
             }
         }
         other if in_body => FetchError::Body(format!("body cut short: {}", url::redact(&other.to_string()))),
-        ureq::Error::ConnectionFailed => FetchError::Connect("connection failed".into()),
+        ureq::Error::ConnectionFailed => FetchError::Connect(format!("connection to {host} failed")),
         ureq::Error::Protocol(p) => FetchError::Protocol(format!("malformed HTTP response: {p}")),
         other => FetchError::Connect(url::redact(&other.to_string())),
     }
 }
 
-/// Resolves a Location header against the URL that sent it (RFC 3986 §5.2, the common forms).
-pub fn resolve_location(base: &str, location: &str) -> Result<String, &'static str> {
-    let location = location.trim();
-    if location.is_empty() {
-        return Err("empty Location");
-    }
-    if location.contains("://") {
-        return Ok(location.to_string());
-    }
-    let parts = url::split(base).map_err(|_| "base URL unusable")?;
-    let origin = format!("{}://{}", parts.scheme, parts.authority);
-    if let Some(rest) = location.strip_prefix("//") {
-        return Ok(format!("{}://{rest}", parts.scheme));
-    }
-    if location.starts_with('/') {
-        return Ok(format!("{origin}{location}"));
-    }
-    if location.starts_with('?') {
-        return Ok(format!("{origin}{}{location}", parts.path));
-    }
-    let dir = parts.path.rfind('/').map_or("/", |i| &parts.path[..=i]);
-    Ok(format!("{origin}{dir}{location}"))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::resolve_location;
+    use super::*;
 
     #[test]
-    fn locations_resolve_against_the_base() {
-        let base = "https://h:8443/realms/x/.well-known/openid-configuration";
-        assert_eq!(resolve_location(base, "https://o/p").unwrap(), "https://o/p");
-        assert_eq!(resolve_location(base, "//o/p").unwrap(), "https://o/p");
-        assert_eq!(resolve_location(base, "/a").unwrap(), "https://h:8443/a");
-        assert_eq!(resolve_location(base, "b").unwrap(), "https://h:8443/realms/x/.well-known/b");
-        assert_eq!(resolve_location("https://h", "b").unwrap(), "https://h/b");
-        assert!(resolve_location(base, " ").is_err());
+    fn retry_after_in_every_form() {
+        let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        let later = Duration::from_secs(63);
+        assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(retry_after(" 0 ", now), Some(Duration::ZERO));
+        assert_eq!(retry_after("99999999999999999999999", now), Some(Duration::from_secs(u64::MAX)));
+        assert_eq!(retry_after("Sun, 06 Nov 1994 08:50:40 GMT", now), Some(later));
+        assert_eq!(retry_after("Sunday, 06-Nov-94 08:50:40 GMT", now), Some(later), "RFC 850");
+        assert_eq!(retry_after("Sun Nov  6 08:50:40 1994", now), Some(later), "asctime");
+        assert_eq!(retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now), Some(Duration::ZERO), "in the past");
+        for garbage in ["", "-1", "1.5", "soon", "Sun, 06 Nov 1994"] {
+            assert_eq!(retry_after(garbage, now), None, "{garbage:?}");
+        }
     }
 }

@@ -54,6 +54,12 @@ fn key_for_alg(alg: &str) -> Option<(&'static str, Option<&'static str>)> {
     })
 }
 
+/// Whether ID tokens signed with `alg` are verified with a published key (`HS*` use the client
+/// secret, `none` nothing, so a provider offering only those publishes no key).
+pub fn needs_public_key(alg: &str) -> bool {
+    key_for_alg(alg).is_some()
+}
+
 fn usable_for(key: &serde_json::Map<String, Value>, alg: &str) -> bool {
     let Some((kty, crv)) = key_for_alg(alg) else { return false };
     let s = |k: &str| key.get(k).and_then(Value::as_str);

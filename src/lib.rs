@@ -14,10 +14,13 @@ pub mod discovery;
 #[doc(hidden)]
 pub mod fuzz_checks;
 pub mod http;
+pub mod human;
 pub mod jwks;
 pub mod probe;
+pub mod progress;
 pub mod proxy;
 pub mod report;
 pub mod tls;
+pub mod token;
 pub mod url;
 pub mod wait;

@@ -2,30 +2,17 @@
 //! termination message and the `--once` summary. Lines are written for people reading
 //! `kubectl logs` on a bad morning: what failed, why, and how long the gate will still wait.
 
-use crate::config::Config;
+use crate::config::{Config, Output, TerminationLog};
+use crate::human::secs;
 use crate::probe::{Failure, Ready};
 use crate::url;
-use crate::wait::{AttemptReport, Tally, Verdict};
+use crate::wait::{AttemptReport, Next, Tally, Verdict};
 use log::Level;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// Log target of the final line: `--quiet` keeps only this target.
 pub const OUTCOME: &str = "outcome";
-
-/// A duration for people: `0.08s`, `12.3s`, `4m58s`.
-pub fn secs(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 10.0 {
-        format!("{s:.2}s")
-    } else if s < 60.0 {
-        format!("{s:.1}s")
-    } else {
-        let total = d.as_secs();
-        let (h, m, s) = (total / 3600, total % 3600 / 60, total % 60);
-        if h > 0 { format!("{h}h{m}m{s}s") } else { format!("{m}m{s}s") }
-    }
-}
 
 /// Sets up logging to stderr: `info` by default, `RUST_LOG` when set, only the final line with
 /// `--quiet`. Lines carry the time since start, which is what matters for a gate.
@@ -83,9 +70,14 @@ impl LineThrottle {
 /// Logs one attempt.
 pub fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally, throttle: &mut LineThrottle) {
     let level = throttle.level_for(report.outcome.as_ref().err(), Instant::now());
-    let next = match report.next_pause {
-        Some(p) => format!("next in {}, {} left", secs(p), secs(report.left)),
-        None => format!("{} left", secs(report.left)),
+    let next = match report.next {
+        Next::Pause { pause, retry_after: Some(asked) } => {
+            format!("Retry-After {} honoured; next in {}, {} left", secs(asked), secs(pause), secs(report.left))
+        }
+        Next::Pause { pause, retry_after: None } => format!("next in {}, {} left", secs(pause), secs(report.left)),
+        Next::Stop(Verdict::Ready) => String::new(),
+        Next::Stop(Verdict::AttemptsExhausted) => "last attempt".into(),
+        Next::Stop(Verdict::DeadlineReached) => "no time left for another attempt".into(),
     };
     match report.outcome {
         Ok(ready) => log::log!(
@@ -94,10 +86,9 @@ pub fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally, throt
             report.number,
             ready.document.issuer,
             url::redact(&ready.url),
-            if report.next_pause.is_some() {
-                format!(" ({} consecutive; {next})", tally.consecutive_successes)
-            } else {
-                String::new()
+            match report.next {
+                Next::Pause { .. } => format!(" ({} consecutive; {next})", tally.consecutive_successes),
+                Next::Stop(_) => String::new(),
             }
         ),
         Err(f) => log::log!(level, "{label}attempt {}: {}: {} ({next})", report.number, f.class, f.detail),
@@ -170,7 +161,7 @@ pub struct IssuerResult<'a> {
 }
 
 /// The `--output json` summary: one object, documented in the README.
-pub fn json_summary(outcome: &str, exit_code: i32, elapsed: Duration, issuers: &[IssuerResult<'_>]) -> String {
+pub fn json_summary(outcome: Outcome, elapsed: Duration, issuers: &[IssuerResult<'_>]) -> String {
     use serde_json::{Value, json};
     let issuers: Vec<Value> = issuers
         .iter()
@@ -206,8 +197,8 @@ pub fn json_summary(outcome: &str, exit_code: i32, elapsed: Duration, issuers: &
         })
         .collect();
     json!({
-        "outcome": outcome,
-        "exit_code": exit_code,
+        "outcome": outcome.as_str(),
+        "exit_code": outcome.code(),
         "attempts": issuers.iter().map(|i| i["attempts"].as_u64().unwrap_or(0)).sum::<u64>(),
         "elapsed_ms": elapsed.as_millis() as u64,
         "issuers": issuers,
@@ -239,14 +230,192 @@ pub fn once_summary(ready: &Ready) -> String {
     out
 }
 
+/// How the run ended, and the exit code that says so (README: "Exit codes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Ready,
+    /// Not ready, and exiting 0 anyway: the default, so the worst case is no gate at all.
+    FailedOpen,
+    /// Not ready, with `--fail-closed` or `--once`.
+    NotReady,
+    /// Ended by this signal.
+    Interrupted(i32),
+}
+
+/// Exit code of a usage or configuration error.
+pub const EXIT_USAGE: i32 = 2;
+
+impl Outcome {
+    pub fn code(self) -> i32 {
+        match self {
+            Outcome::Ready | Outcome::FailedOpen => 0,
+            Outcome::NotReady => 1,
+            Outcome::Interrupted(signal) => 128 + signal,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ready => "ready",
+            Outcome::FailedOpen => "failed-open",
+            Outcome::NotReady => "not-ready",
+            Outcome::Interrupted(_) => "interrupted",
+        }
+    }
+}
+
+/// Everything the tool says when it ends, gathered first and then delivered in one go.
+#[derive(Debug)]
+pub struct Conclusion {
+    pub outcome: Outcome,
+    /// Log lines before the final one (warnings, per-issuer reasons).
+    pub lines: Vec<(Level, String)>,
+    /// The final line: the log's last, and the termination message.
+    pub last: (Level, String),
+    /// What goes to stdout: the `--once` summary or the JSON summary.
+    pub stdout: Option<String>,
+}
+
+/// How long the end of the run may spend saying so. Each sink (termination log, stdout, stderr)
+/// gets a thread; one that blocks (a stalled pipe, a FIFO, a hung mount) is left behind, and the
+/// process exits with its code all the same, within the promised deadline + 0.1 s.
+pub const DELIVERY_BOUND: Duration = Duration::from_millis(40);
+
+impl Conclusion {
+    /// Writes the termination message, stdout and the log lines, each on a thread of its own,
+    /// and waits for them at most [`DELIVERY_BOUND`]. Write errors are ignored: they must not
+    /// change the exit code, and there is nowhere left to report them.
+    pub fn deliver(self, termination_log: &TerminationLog) -> i32 {
+        let code = self.outcome.code();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut sinks = 0;
+        let mut spawn = |job: Box<dyn FnOnce() + Send>| {
+            let tx = tx.clone();
+            if std::thread::Builder::new()
+                .spawn(move || {
+                    job();
+                    let _ = tx.send(());
+                })
+                .is_ok()
+            {
+                sinks += 1;
+            }
+        };
+        let (log, line) = (termination_log.clone(), self.last.1.clone());
+        spawn(Box::new(move || write_termination_log(&log, &line)));
+        if let Some(text) = self.stdout {
+            spawn(Box::new(move || {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+            }));
+        }
+        let (lines, last) = (self.lines, self.last);
+        spawn(Box::new(move || {
+            for (level, line) in lines {
+                log::log!(level, "{line}");
+            }
+            log::log!(target: OUTCOME, last.0, "{}", last.1);
+        }));
+        let until = Instant::now() + DELIVERY_BOUND;
+        for _ in 0..sinks {
+            if rx.recv_timeout(until.saturating_duration_since(Instant::now())).is_err() {
+                break;
+            }
+        }
+        code
+    }
+}
+
+/// The conclusion of a wait that ended (all ready, one not ready, or the deadline).
+pub fn conclude(config: &Config, issuers: &[IssuerResult<'_>], elapsed: Duration) -> Conclusion {
+    let attempts: u32 = issuers.iter().map(|r| r.tally.attempts).sum();
+    let took = secs(elapsed);
+    let mut lines = Vec::new();
+    if issuers.iter().all(|r| r.verdict == Some(Verdict::Ready)) {
+        let mut once = String::new();
+        for r in issuers {
+            if let Some(ready) = &r.tally.last_ready {
+                for w in &ready.document.warnings {
+                    lines.push((Level::Warn, format!("{}{w}", label(config, &r.target.issuer))));
+                }
+                if config.once {
+                    once.push_str(&once_summary(ready));
+                }
+            }
+        }
+        let names: Vec<String> = issuers.iter().map(|r| url::redact(&r.target.issuer)).collect();
+        let last = (Level::Info, format!("ready: {} after {attempts} attempt(s) in {took}", names.join(", ")));
+        let stdout = match config.output {
+            Output::Json => Some(json_summary(Outcome::Ready, elapsed, issuers)),
+            Output::Text => (!once.is_empty()).then_some(once),
+        };
+        return Conclusion { outcome: Outcome::Ready, lines, last, stdout };
+    }
+
+    let mut reasons = Vec::new();
+    for r in issuers.iter().filter(|r| r.verdict != Some(Verdict::Ready)) {
+        let label = label(config, &r.target.issuer);
+        let reason = not_ready_reason(r.verdict.unwrap_or(Verdict::DeadlineReached), r.tally, config);
+        lines.push((
+            Level::Warn,
+            match &r.tally.last_failure {
+                Some(f) => format!("{label}not ready ({reason}): last failure {}: {}", f.class, f.detail),
+                None => format!("{label}not ready ({reason}) before any attempt finished"),
+            },
+        ));
+        if r.tally.attempts > 0 {
+            lines.push((
+                Level::Warn,
+                format!("{label}{} attempt(s), failures by class: {}", r.tally.attempts, failure_counts(r.tally)),
+            ));
+        }
+        let class = r.tally.last_failure.as_ref().map_or("none", |f| f.class.as_str());
+        reasons.push(format!("{} ({reason}; last failure: {class})", url::redact(&r.target.issuer)));
+    }
+    let summary = format!("{} after {attempts} attempt(s) in {took}", reasons.join(", "));
+    let (outcome, last) = if config.fail_closed {
+        (Outcome::NotReady, (Level::Error, format!("not ready: {summary}; failing closed (exit 1)")))
+    } else {
+        (
+            Outcome::FailedOpen,
+            (
+                Level::Warn,
+                format!(
+                    "failing open: not ready: {summary}; starting the workload anyway, as without the gate (exit 0)"
+                ),
+            ),
+        )
+    };
+    let stdout = (config.output == Output::Json).then(|| json_summary(outcome, elapsed, issuers));
+    Conclusion { outcome, lines, last, stdout }
+}
+
+/// The conclusion of a wait ended by SIGTERM or SIGINT.
+pub fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal: i32, elapsed: Duration) -> Conclusion {
+    let name = if signal == signal_hook::consts::SIGINT { "SIGINT" } else { "SIGTERM" };
+    let attempts: u32 = issuers.iter().map(|r| r.tally.attempts).sum();
+    let outcome = Outcome::Interrupted(signal);
+    let last =
+        (Level::Warn, format!("interrupted by {name} after {attempts} attempt(s) in {}; not ready", secs(elapsed)));
+    let stdout = (config.output == Output::Json).then(|| json_summary(outcome, elapsed, issuers));
+    Conclusion { outcome, lines: Vec::new(), last, stdout }
+}
+
 /// Writes the final line where Kubernetes shows it in `kubectl describe pod`. A missing default
 /// file (outside a pod) or an unwritable one is skipped without a word: it is a courtesy, not a
-/// duty.
-pub fn write_termination_log(config: &Config, line: &str) {
-    let Some(t) = &config.termination_log else { return };
-    let file = std::fs::OpenOptions::new().write(true).truncate(true).create(t.create).open(&t.path);
-    if let Ok(mut f) = file {
-        let _ = writeln!(f, "{line}");
+/// duty. Only a regular file is written: the file is opened without blocking (a FIFO without a
+/// reader would otherwise hold the gate forever) and left alone if it is anything else.
+pub fn write_termination_log(t: &TerminationLog, line: &str) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(t.create)
+        .mode(0o644)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&t.path);
+    let Ok(mut file) = file else { return };
+    if file.metadata().is_ok_and(|m| m.file_type().is_file()) && file.set_len(0).is_ok() {
+        let _ = writeln!(file, "{line}");
     }
 }
 
@@ -254,14 +423,6 @@ pub fn write_termination_log(config: &Config, line: &str) {
 mod tests {
     use super::*;
     use crate::probe::FailureClass;
-
-    #[test]
-    fn durations_read_naturally() {
-        assert_eq!(secs(Duration::from_millis(80)), "0.08s");
-        assert_eq!(secs(Duration::from_millis(12_340)), "12.3s");
-        assert_eq!(secs(Duration::from_secs(298)), "4m58s");
-        assert_eq!(secs(Duration::from_secs(3_700)), "1h1m40s");
-    }
 
     #[test]
     fn repeated_refusals_are_demoted_within_the_interval() {

@@ -10,7 +10,9 @@
 //!   makes the gate exit within a fraction of a second of readiness;
 //! - every other failure (a 503 from a gateway, a DNS miss, a timeout) waits 80-100% of the
 //!   interval, at random, so a cold-booting cluster's gates do not poll in lock-step and a
-//!   struggling provider or DNS server gets about one request a second from each.
+//!   struggling provider or DNS server gets about one request a second from each;
+//! - a 429 or 503 with `Retry-After` waits what it asks, up to [`RETRY_AFTER_CAP`], plus a random
+//!   part of the interval so that gates told the same moment do not all return at it.
 
 use crate::probe::{Failure, FailureClass, Ready};
 use std::collections::BTreeMap;
@@ -25,9 +27,14 @@ pub const FAST_RETRY: Duration = Duration::from_millis(100);
 pub const PACED_LOW: f64 = 0.8;
 
 /// Time kept free at the end of an attempt clipped by the deadline, so that it is classified,
-/// logged and reported before the deadline rather than cut off by it. HTTP timeouts fire up to
-/// a few tens of milliseconds late (measured with ureq during a stalled TLS handshake).
-pub const UNWIND: Duration = Duration::from_millis(60);
+/// logged and reported before the deadline rather than cut off by it. The attempt itself ends
+/// on time (the prober abandons a fetch at its budget), so this only covers logging it.
+pub const UNWIND: Duration = Duration::from_millis(30);
+
+/// The longest `Retry-After` honoured. Hosted providers ask for up to a minute when they rate
+/// limit; a gate that waited that long at every 429 would hold a pod far longer than the
+/// provider's hiccup, and the deadline still bounds it all.
+pub const RETRY_AFTER_CAP: Duration = Duration::from_secs(30);
 
 /// The least time worth giving a later attempt (or the attempt timeout, if smaller). An attempt
 /// squeezed into the last few milliseconds can only fail with a timeout of its own making, and
@@ -119,14 +126,23 @@ pub struct Tally {
     pub consecutive_successes: u32,
 }
 
+/// What follows an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Another attempt after `pause`; `retry_after` is the provider's request, when it made one
+    /// and it set the pause.
+    Pause { pause: Duration, retry_after: Option<Duration> },
+    /// None: the wait is over.
+    Stop(Verdict),
+}
+
 /// One attempt, as the observer sees it.
 pub struct AttemptReport<'a> {
     pub number: u32,
     pub outcome: &'a Result<Ready, Failure>,
     /// Time left before the deadline when the attempt ended.
     pub left: Duration,
-    /// The pause before the next attempt, or `None` if this was the last.
-    pub next_pause: Option<Duration>,
+    pub next: Next,
 }
 
 /// Attempts until ready, out of attempts, or out of time.
@@ -149,20 +165,23 @@ pub fn wait_until_ready(
         }
         let outcome = attempt(budget);
         tally.attempts += 1;
-        let pause = match &outcome {
+        let paced = schedule.interval.mul_f64(jitter.between(PACED_LOW, 1.0));
+        let (pause, retry_after) = match &outcome {
             Ok(ready) => {
                 tally.consecutive_successes += 1;
                 tally.last_ready = Some(ready.clone());
-                schedule.interval.mul_f64(jitter.between(PACED_LOW, 1.0))
+                (paced, None)
             }
             Err(failure) => {
                 tally.consecutive_successes = 0;
                 *tally.failures.entry(failure.class).or_default() += 1;
                 tally.last_failure = Some(failure.clone());
-                if failure.cheap {
-                    FAST_RETRY.min(schedule.interval).mul_f64(jitter.between(0.5, 1.0))
-                } else {
-                    schedule.interval.mul_f64(jitter.between(PACED_LOW, 1.0))
+                match failure.retry_after.map(|asked| asked.min(RETRY_AFTER_CAP)) {
+                    _ if failure.cheap => (FAST_RETRY.min(schedule.interval).mul_f64(jitter.between(0.5, 1.0)), None),
+                    Some(asked) if asked > paced => {
+                        (asked + schedule.interval.mul_f64(jitter.between(0.0, 1.0)), Some(asked))
+                    }
+                    _ => (paced, None),
                 }
             }
         };
@@ -178,12 +197,14 @@ pub fn wait_until_ready(
         } else {
             None
         };
-        let next_pause = verdict.is_none().then(|| pause.min(room));
-        observe(&AttemptReport { number: tally.attempts, outcome: &outcome, left, next_pause }, &tally);
-        match (verdict, next_pause) {
-            (Some(v), _) => return (v, tally),
-            (None, Some(p)) => sleeper.sleep(p),
-            (None, None) => unreachable!("a pause exists whenever the wait goes on"),
+        let next = match verdict {
+            Some(v) => Next::Stop(v),
+            None => Next::Pause { pause: pause.min(room), retry_after },
+        };
+        observe(&AttemptReport { number: tally.attempts, outcome: &outcome, left, next }, &tally);
+        match next {
+            Next::Stop(v) => return (v, tally),
+            Next::Pause { pause, .. } => sleeper.sleep(pause),
         }
     }
 }
@@ -361,6 +382,52 @@ mod tests {
         let (last_start, last_budget) = *starts.last().unwrap();
         assert_eq!(last_budget, Duration::from_millis(50));
         assert!(last_start + Duration::from_millis(50) + UNWIND >= Duration::from_millis(900), "{starts:?}");
+    }
+
+    fn asking(retry_after: Duration) -> Failure {
+        Failure { retry_after: Some(retry_after), ..Failure::new(FailureClass::HttpStatus, "HTTP 429") }
+    }
+
+    #[test]
+    fn retry_after_sets_the_pause_capped_and_spread() {
+        for (asked, least) in [(5, 5), (120, 30)] {
+            let time = FakeTime::new();
+            let (_, _, starts) = run(
+                &time,
+                schedule(&time, 100_000),
+                Duration::from_millis(1),
+                asking(Duration::from_secs(asked)),
+                Duration::MAX,
+            );
+            let gap = starts[1].0 - starts[0].0;
+            let least = Duration::from_secs(least);
+            assert!(gap >= least && gap <= least + Duration::from_millis(1_001), "asked {asked} s: {gap:?}");
+        }
+        // A Retry-After shorter than the paced pause changes nothing.
+        let time = FakeTime::new();
+        let (_, _, starts) = run(
+            &time,
+            schedule(&time, 100_000),
+            Duration::from_millis(1),
+            asking(Duration::from_millis(10)),
+            Duration::MAX,
+        );
+        assert!(starts[1].0 - starts[0].0 >= Duration::from_millis(800));
+    }
+
+    #[test]
+    fn retry_after_past_the_deadline_keeps_the_final_attempt() {
+        let time = FakeTime::new();
+        let (v, _, starts) = run(
+            &time,
+            schedule(&time, 5_000),
+            Duration::from_millis(1),
+            asking(Duration::from_secs(3600)),
+            Duration::MAX,
+        );
+        assert_eq!(v, Verdict::DeadlineReached);
+        assert_eq!(starts.len(), 2, "{starts:?}");
+        assert!(starts[1].0 + MIN_ATTEMPT + UNWIND >= Duration::from_millis(4_999), "{starts:?}");
     }
 
     #[test]

@@ -60,6 +60,19 @@ impl TestCa {
         )
     }
 
+    /// A leaf that lists `name` as a DNS name only, even when it is an IP address (a common
+    /// mistake: `DNS:127.0.0.1` instead of `IP:127.0.0.1`).
+    pub fn leaf_dns_name_only(&self, name: &str) -> Chain {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.subject_alt_names = vec![rcgen::SanType::DnsName(name.try_into().unwrap())];
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (
+            vec![cert.der().clone(), self.der.clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+    }
+
     /// A leaf for `names` written as PEM files (certificate chain, key), for peers that read files.
     pub fn leaf_pem_files(&self, names: &[&str]) -> (PathBuf, PathBuf) {
         let key = KeyPair::generate().unwrap();
@@ -75,6 +88,44 @@ impl TestCa {
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
+}
+
+/// A self-signed certificate for `names` marked `CA:TRUE`, as `openssl req -x509` makes it, valid
+/// between two dates: the server's chain, and its PEM written to `dir` for `--ca-file`.
+pub fn self_signed_ca_cert(
+    dir: &Path,
+    names: &[&str],
+    not_before: (i32, u8, u8),
+    not_after: (i32, u8, u8),
+) -> (Chain, PathBuf) {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
+    params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+    let cert = params.self_signed(&key).unwrap();
+    let pem = dir.join(format!("self-signed-ca-{}.pem", names.join("-")));
+    std::fs::write(&pem, cert.pem()).unwrap();
+    ((vec![cert.der().clone()], PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()))), pem)
+}
+
+/// A TLS server that requires a client certificate signed by `ca` (mutual TLS), optionally
+/// speaking TLS 1.2 only.
+pub fn tls_mode_requiring_client_cert(chain: Chain, ca: &TestCa, tls12_only: bool) -> Mode {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der.clone()).unwrap();
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build().unwrap();
+    let versions: &[&rustls::SupportedProtocolVersion] =
+        if tls12_only { &[&rustls::version::TLS12] } else { rustls::DEFAULT_VERSIONS };
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain.0, chain.1)
+        .unwrap();
+    Mode::Tls(Arc::new(config))
 }
 
 /// A self-signed leaf, as an ingress shows before its real certificate is issued.
@@ -432,16 +483,16 @@ pub fn gate_for(ca: &TestCa, issuer: &str) -> Command {
 pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
     let started = Instant::now();
     let mut child = cmd.spawn().expect("spawn wait-for-idp");
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
+    // Either stream may have been redirected elsewhere by the test (a file, /dev/full).
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let out_thread = std::thread::spawn(move || {
         let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
+        let _ = stdout.map(|mut o| o.read_to_string(&mut s));
         s
     });
     let err_thread = std::thread::spawn(move || {
         let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
+        let _ = stderr.map(|mut e| e.read_to_string(&mut s));
         s
     });
     let status = loop {

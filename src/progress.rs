@@ -1,0 +1,65 @@
+//! Where a fetch has got to, shared between the thread doing it and the one waiting for it.
+//!
+//! Socket timeouts fire late on Linux (up to about a quarter of a second past 2 s, measured), so
+//! the waiting side ends an attempt at its own deadline and abandons the fetch. To say *why* it
+//! gave up — a resolver that never answers is not a hung TLS terminator — it reads the stage the
+//! fetch last entered from here. The resolver and the connectors record the stages as they go.
+
+use std::fmt;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The stages of one HTTP exchange, in order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    #[default]
+    Resolving,
+    Connecting,
+    TlsHandshake,
+    AwaitingResponse,
+    ReadingBody,
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stage::Resolving => "DNS resolution",
+            Stage::Connecting => "TCP connect",
+            Stage::TlsHandshake => "TLS handshake",
+            Stage::AwaitingResponse => "waiting for the response",
+            Stage::ReadingBody => "reading the body",
+        })
+    }
+}
+
+/// A fetch's progress: its stage and the host that stage talks to (the proxy while connecting
+/// through one), and whether a TLS server asked for a client certificate.
+#[derive(Debug, Default)]
+pub struct Progress {
+    at: Mutex<(Stage, String)>,
+    client_cert_requested: AtomicBool,
+}
+
+impl Progress {
+    pub fn enter(&self, stage: Stage, host: &str) {
+        if let Ok(mut at) = self.at.lock() {
+            at.0 = stage;
+            at.1.clear();
+            at.1.push_str(host);
+        }
+    }
+
+    /// The stage last entered and its host.
+    pub fn at(&self) -> (Stage, String) {
+        self.at.lock().map(|at| at.clone()).unwrap_or_default()
+    }
+
+    pub fn note_client_cert_request(&self) {
+        self.client_cert_requested.store(true, Ordering::Relaxed);
+    }
+
+    /// A TLS server asked for a client certificate (and got none: the gate has none to give).
+    pub fn client_cert_requested(&self) -> bool {
+        self.client_cert_requested.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,529 @@
+//! Found in the field (issue 9): each test here failed before its fix. The real binary against
+//! local servers that misbehave the way real ones did.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const WELL_KNOWN: &str = "/.well-known/openid-configuration";
+
+fn json_of(r: &Run) -> Value {
+    serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", r.stdout))
+}
+
+// 1. The waiting side ends an attempt at its own deadline, whatever the socket does.
+
+/// A provider that accepts connections and then never answers (frozen: SIGSTOP, a hung JVM, a
+/// NetworkPolicy that drops after the handshake). Several gates at once, as after a cold boot,
+/// used to end up in the same late timer bucket and never report their last attempt.
+#[test]
+fn a_frozen_provider_is_always_reported_with_the_stage_it_hung_in() {
+    let ca = TestCa::new();
+    let silent = Provider::start(Mode::Silent, Arc::new(|_, _| Reply::Hang));
+    let hung = Provider::start(tls_mode(ca.leaf(&["localhost"])), Arc::new(|_, _| Reply::Hang));
+    let mut cases = Vec::new();
+    for (timeout, provider, stage) in [
+        ("3s", &silent, "TLS handshake with localhost not complete within"),
+        ("5s", &silent, "TLS handshake with localhost not complete within"),
+        ("10s", &silent, "TLS handshake with localhost not complete within"),
+        ("3s", &hung, "no response from localhost within"),
+        ("5s", &hung, "no response from localhost within"),
+    ] {
+        for _ in 0..3 {
+            cases.push((timeout, provider.port(), stage));
+        }
+    }
+    std::thread::scope(|s| {
+        let runs: Vec<_> = cases
+            .iter()
+            .map(|(timeout, port, stage)| {
+                let ca = &ca;
+                s.spawn(move || {
+                    let mut cmd = gate_for(ca, &format!("https://localhost:{port}"));
+                    cmd.args(["--timeout", timeout, "--output", "json"]);
+                    (*timeout, *stage, run(cmd))
+                })
+            })
+            .collect();
+        for handle in runs {
+            let (timeout, stage, r) = handle.join().unwrap();
+            assert_eq!(r.code, Some(0), "fails open: {}", r.log());
+            assert!(r.log().contains(&format!("last failure timeout: {stage}")), "--timeout {timeout}: {}", r.log());
+            assert!(!r.log().contains("last failure: none"), "--timeout {timeout}: {}", r.log());
+            let json = json_of(&r);
+            assert_eq!(json["issuers"][0]["last_failure"]["class"], "timeout", "{json}");
+            assert!(json["attempts"].as_u64().unwrap() >= 1, "{json}");
+            assert_within(&r, humantime::parse_duration(timeout).unwrap());
+        }
+    });
+}
+
+#[test]
+fn attempt_timeout_is_kept_by_the_waiter() {
+    let silent = Provider::start(Mode::Silent, Arc::new(|_, _| Reply::Hang));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &format!("https://localhost:{}", silent.port()), "--attempt-timeout", "1s"]);
+    cmd.args(["--timeout", "3500ms", "--fail-closed", "--interval", "100ms"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    let full = r.log().lines().filter(|l| l.contains("not complete within 1.00s")).count();
+    assert!(full >= 3, "three whole 1 s attempts fit in 3.5 s: {}", r.log());
+    assert!(r.log().contains("not complete within 1.00s"), "{}", r.log());
+}
+
+/// A resolver that never answers: the attempt is class `dns`, not a bare timeout.
+#[test]
+fn a_resolver_that_never_answers_is_class_dns() {
+    require_root_tools();
+    // A "name server" on a loopback address of its own that swallows every query.
+    let server = UdpSocket::bind("127.53.53.53:53").expect("bind udp/53 (the tests run as root)");
+    let dir = tempfile::tempdir().unwrap();
+    let resolv = dir.path().join("resolv.conf");
+    std::fs::write(&resolv, "nameserver 127.53.53.53\noptions timeout:30 attempts:1\n").unwrap();
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "sh", "-c", r#"mount --bind "$0" /etc/resolv.conf && exec "$@""#])
+        .arg(&resolv)
+        .arg(bin())
+        .args(["--issuer", "https://idp.never-resolves.test", "--timeout", "2s", "--fail-closed"])
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let r = run(cmd);
+    drop(server);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert!(
+        r.log().contains("attempt 1: dns: no answer from the resolver within")
+            && r.log().contains("(looking up idp.never-resolves.test)"),
+        "{}",
+        r.log()
+    );
+    assert!(r.log().contains("last failure: dns"), "{}", r.log());
+    assert_within(&r, Duration::from_secs(2));
+}
+
+/// A listener whose accept queue is full drops new SYNs: the connect itself hangs.
+#[test]
+fn a_connect_that_hangs_is_named_as_such() {
+    let listener = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    listener.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+    listener.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap().as_socket().unwrap();
+    // Fill the queue (never accepted) until a further connect no longer completes.
+    let mut held = Vec::new();
+    while let Ok(c) = TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+        held.push(c);
+        assert!(held.len() < 64, "the accept queue never filled");
+    }
+    let mut cmd = gate();
+    cmd.args(["--issuer", &format!("https://localhost:{}", addr.port()), "--timeout", "1500ms", "--fail-closed"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert!(r.log().contains("timeout: no TCP connection to "), "{}", r.log());
+    drop(held);
+}
+
+// 3. Redirects are resolved as RFC 3986 §5.2 says.
+
+#[test]
+fn relative_redirects_resolve_with_dot_segments_and_queries_holding_urls() {
+    let ca = TestCa::new();
+    let port = free_port();
+    let iss = format!("https://localhost:{port}/realms/x");
+    let doc = discovery_doc(&iss);
+    let handler: Handler = Arc::new(move |req, _| match req.path.as_str() {
+        "/realms/x/.well-known/openid-configuration" => Reply::redirect(302, "../../y/./doc?next=https://other/x"),
+        "/realms/y/doc?next=https://other/x" => Reply::redirect(307, &format!("HTTPS://localhost:{port}/final#top")),
+        "/final" => Reply::json(200, doc.clone()),
+        _ => Reply::json(404, "{}"),
+    });
+    let p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), handler);
+    let mut cmd = gate_for(&ca, &iss);
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    let paths: Vec<String> = p.seen.lock().unwrap().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(paths, ["/realms/x/.well-known/openid-configuration", "/realms/y/doc?next=https://other/x", "/final"]);
+
+    // The same-origin rule applies to the resolved URL: `//other` leaves the origin.
+    let away =
+        Provider::start(tls_mode(ca.leaf(&["localhost"])), Arc::new(|_, _| Reply::redirect(302, "//other.test/x")));
+    let mut cmd = gate_for(&ca, &format!("https://localhost:{}", away.port()));
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert!(r.log().contains("refused redirect to another origin (https://other.test/x)"), "{}", r.log());
+}
+
+// 4. Never abort, never block.
+
+#[test]
+fn a_full_stdout_changes_nothing() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    let mut cmd = gate_for(&ca, &iss);
+    cmd.args(["--output", "json"]).stdout(std::fs::File::create("/dev/full").unwrap());
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert!(r.log().contains("ready: "), "{}", r.log());
+}
+
+#[test]
+fn a_broken_stderr_pipe_keeps_exit_2() {
+    for args in [&["--issuer", "not a url"][..], &["--issuer", "https://h", "--bogus"][..]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut cmd = gate();
+        cmd.args(args).stderr(writer);
+        let status = cmd.status().unwrap();
+        assert_eq!(status.code(), Some(2), "{args:?}");
+    }
+    // And a full stdout for --help and --dry-run.
+    for args in [&["--help"][..], &["--issuer", "https://h", "--dry-run"][..]] {
+        let mut cmd = gate();
+        cmd.args(args).stdout(std::fs::File::create("/dev/full").unwrap());
+        assert_eq!(cmd.status().unwrap().code(), Some(0), "{args:?}");
+    }
+}
+
+#[test]
+fn a_termination_log_that_is_a_fifo_does_not_block() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    let fifo = ca.path("termination-fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut cmd = gate_for(&ca, &iss);
+    cmd.args(["--timeout", "5s", "--termination-log"]).arg(&fifo);
+    let r = run_with_limit(cmd, Duration::from_secs(10));
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert!(r.elapsed < Duration::from_secs(2), "blocked on the FIFO: {:?}", r.elapsed);
+    for odd in ["/dev/full", "/dev/null"] {
+        let mut cmd = gate_for(&ca, &iss);
+        cmd.args(["--termination-log", odd]);
+        assert_eq!(run(cmd).code, Some(0), "{odd}");
+    }
+}
+
+// 5. Accept what the real client accepts, and explain what it does not.
+
+#[test]
+fn a_self_signed_ca_certificate_given_as_ca_file_is_accepted_with_name_and_dates_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (chain, pem) = self_signed_ca_cert(dir.path(), &["localhost"], (2020, 1, 1), (2090, 1, 1));
+    let port = free_port();
+    let iss = format!("https://localhost:{port}");
+    let p = Provider::start_on(loopback(port), tls_mode(chain), serve_at(WELL_KNOWN, discovery_doc(&iss)));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--once", "--ca-file"]).arg(&pem);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    drop(p);
+
+    // Still checked: its name …
+    let (chain, pem) = self_signed_ca_cert(dir.path(), &["other.test"], (2020, 1, 1), (2090, 1, 1));
+    let p = Provider::start(tls_mode(chain), serve_at(WELL_KNOWN, String::new()));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &format!("https://localhost:{}", p.port()), "--once", "--ca-file"]).arg(&pem);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert!(r.log().contains("certificate is for other.test, not localhost"), "{}", r.log());
+
+    // … and its validity period (webpki checks the dates before the CA flag).
+    let (chain, pem) = self_signed_ca_cert(dir.path(), &["localhost"], (2020, 1, 1), (2021, 1, 1));
+    let p = Provider::start(tls_mode(chain), serve_at(WELL_KNOWN, String::new()));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &format!("https://localhost:{}", p.port()), "--once", "--ca-file"]).arg(&pem);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert!(r.log().contains("has expired"), "{}", r.log());
+}
+
+#[test]
+fn p521_certificates_are_explained() {
+    require_openssl();
+    let dir = tempfile::tempdir().unwrap();
+    let sh = |script: &str| {
+        let ok = Command::new("sh").arg("-c").arg(script).current_dir(dir.path()).stderr(Stdio::null()).status();
+        assert!(ok.unwrap().success(), "{script}");
+    };
+    sh("printf 'subjectAltName=DNS:localhost\\nbasicConstraints=CA:FALSE\\n' > ext");
+    // A P-521 CA signing a P-256 leaf; a P-256 CA signing a P-521 leaf.
+    for (ca_curve, leaf_curve, name) in [("P-521", "P-256", "a"), ("P-256", "P-521", "b")] {
+        sh(&format!(
+            "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:{ca_curve} -nodes -subj /CN=ca -keyout {name}ca.key \
+             -out {name}ca.pem -days 2 -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+             && openssl req -newkey ec -pkeyopt ec_paramgen_curve:{leaf_curve} -nodes -subj /CN=localhost \
+             -keyout {name}.key -out {name}.csr && openssl x509 -req -in {name}.csr -CA {name}ca.pem -CAkey {name}ca.key \
+             -CAcreateserial -out {name}.pem -days 2 -extfile ext"
+        ));
+    }
+    for (name, expected) in [
+        ("a", "is signed with an ECDSA P-521 key, which this build cannot verify"),
+        ("b", "broke off the TLS handshake (handshake_failure)"),
+    ] {
+        let port = free_port();
+        let mut server = Command::new("openssl")
+            .args(["s_server", "-quiet", "-www", "-accept", &format!("127.0.0.1:{port}")])
+            .args(["-cert", &format!("{name}.pem"), "-key", &format!("{name}.key")])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for_port(port);
+        let mut cmd = gate();
+        cmd.args(["--issuer", &format!("https://localhost:{port}"), "--once", "--ca-file"])
+            .arg(dir.path().join(format!("{name}ca.pem")));
+        let r = run(cmd);
+        let _ = server.kill();
+        let _ = server.wait();
+        assert_eq!(r.code, Some(1), "{}", r.log());
+        assert!(r.log().contains(expected) && r.log().contains("P-521"), "{name}: {}", r.log());
+        assert!(!r.log().contains("signature_algorithm_id"), "no debug dump: {}", r.log());
+    }
+}
+
+#[test]
+fn an_ip_address_listed_only_as_a_dns_name_is_explained() {
+    let ca = TestCa::new();
+    let p = Provider::start(tls_mode(ca.leaf_dns_name_only("127.0.0.1")), serve_at(WELL_KNOWN, String::new()));
+    let mut cmd = gate_for(&ca, &format!("https://127.0.0.1:{}", p.port()));
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert!(r.log().contains("certificate lists 127.0.0.1 as a DNS name, not as an IP address"), "{}", r.log());
+    assert!(!r.log().contains("not 127.0.0.1"), "{}", r.log());
+}
+
+#[test]
+fn a_required_client_certificate_is_class_tls_over_tls_1_2_and_1_3() {
+    let ca = TestCa::new();
+    for tls12_only in [true, false] {
+        let p = Provider::start(
+            tls_mode_requiring_client_cert(ca.leaf(&["localhost"]), &ca, tls12_only),
+            serve_at(WELL_KNOWN, String::new()),
+        );
+        for _ in 0..5 {
+            let mut cmd = gate_for(&ca, &format!("https://localhost:{}", p.port()));
+            cmd.arg("--once");
+            let r = run(cmd);
+            assert_eq!(r.code, Some(1), "{}", r.log());
+            assert!(
+                r.log().contains("attempt 1: tls: localhost requires a client certificate (mutual TLS)"),
+                "TLS 1.2 only: {tls12_only}: {}",
+                r.log()
+            );
+        }
+    }
+}
+
+// 6. Retry-After on 429 and 503.
+
+#[test]
+fn retry_after_is_honoured_in_both_forms() {
+    let ca = TestCa::new();
+    for form in ["seconds", "date"] {
+        let port = free_port();
+        let iss = format!("https://localhost:{port}");
+        let doc = discovery_doc(&iss);
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let times = seen.clone();
+        let p = Provider::start_on(
+            loopback(port),
+            tls_mode(ca.leaf(&["localhost"])),
+            Arc::new(move |_, n| {
+                times.lock().unwrap().push(Instant::now());
+                if n > 0 {
+                    return Reply::json(200, doc.clone());
+                }
+                let value = match form {
+                    "seconds" => "2".to_string(),
+                    _ => httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(3)),
+                };
+                Reply::Response {
+                    status: if form == "seconds" { 429 } else { 503 },
+                    headers: vec![("Retry-After".into(), value)],
+                    body: b"slow down".to_vec(),
+                }
+            }),
+        );
+        let mut cmd = gate_for(&ca, &iss);
+        cmd.args(["--interval", "200ms", "--timeout", "20s"]);
+        let r = run(cmd);
+        assert_eq!(r.code, Some(0), "{}", r.log());
+        assert_eq!(p.count(), 2);
+        let times = seen.lock().unwrap();
+        let gap = times[1] - times[0];
+        assert!(gap >= Duration::from_millis(1_900), "{form}: asked to wait, came back after {gap:?}");
+        assert!(r.log().contains("honoured; next in"), "{}", r.log());
+    }
+}
+
+#[test]
+fn retry_after_never_costs_the_final_attempt() {
+    let ca = TestCa::new();
+    let p = Provider::start(
+        tls_mode(ca.leaf(&["localhost"])),
+        Arc::new(|_, _| Reply::Response {
+            status: 503,
+            headers: vec![("Retry-After".into(), "3600".into())],
+            body: Vec::new(),
+        }),
+    );
+    let mut cmd = gate_for(&ca, &format!("https://localhost:{}", p.port()));
+    cmd.args(["--timeout", "2s", "--fail-closed"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert_eq!(p.count(), 2, "the last attempt is still made before the deadline:\n{}", r.log());
+    assert!(r.log().contains("Retry-After 30.0s honoured"), "capped at 30 s: {}", r.log());
+    assert_within(&r, Duration::from_secs(2));
+}
+
+// 7. Read input as the real client does.
+
+#[test]
+fn oauth2_proxy_issuer_variable_is_one_url_taken_as_it_is() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/a,b");
+    let mut cmd = gate();
+    cmd.env("OAUTH2_PROXY_OIDC_ISSUER_URL", &iss).env("OAUTH2_PROXY_PROVIDER_CA_FILES", ca.ca_arg()).arg("--once");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "a comma is part of the URL: {}", r.log());
+
+    let mut cmd = gate();
+    cmd.env("OAUTH2_PROXY_OIDC_ISSUER_URL", format!("{iss} ")).arg("--once");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(2), "{}", r.log());
+    assert!(
+        r.log().contains("OAUTH2_PROXY_OIDC_ISSUER_URL") && r.log().contains("trailing white space"),
+        "{}",
+        r.log()
+    );
+}
+
+#[test]
+fn duplicate_issuer_members_are_ambiguous() {
+    let ca = TestCa::new();
+    let port = free_port();
+    let iss = format!("https://localhost:{port}");
+    let doc: Value = serde_json::from_str(&discovery_doc(&iss)).unwrap();
+    let body = doc.to_string().replacen('{', "{\"Issuer\":\"https://evil.test\",", 1);
+    let _p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), serve_at(WELL_KNOWN, body));
+    let mut cmd = gate_for(&ca, &iss);
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert!(r.log().contains("json: the document has 2 \"issuer\" members (\"Issuer\", \"issuer\")"), "{}", r.log());
+}
+
+#[test]
+fn the_same_issuer_twice_is_polled_once() {
+    let ca = TestCa::new();
+    let (p, iss) = ready_provider(&ca, "localhost", "");
+    let mut cmd = gate_for(&ca, &iss);
+    cmd.args(["--issuer", &iss]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_eq!(p.count(), 1);
+    assert!(r.log().contains("is given twice; it is polled once"), "{}", r.log());
+}
+
+// 8. Messages that misled.
+
+#[test]
+fn messages_say_what_is_actually_wrong() {
+    let ca = TestCa::new();
+    // The host differs only in case.
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/x");
+    let mut cmd = gate_for(&ca, &iss.replace("localhost", "LocalHost"));
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert!(r.log().contains("the hosts differ in case") && r.log().contains("byte for byte"), "{}", r.log());
+    assert!(!r.log().contains("the paths differ"), "{}", r.log());
+    assert!(!r.log().contains(" left)"), "--once has no time left to speak of: {}", r.log());
+
+    // A body encoded although no encoding was asked for.
+    let gz = Provider::start(
+        tls_mode(ca.leaf(&["localhost"])),
+        Arc::new(|_, _| Reply::Response {
+            status: 200,
+            headers: vec![("Content-Encoding".into(), "gzip".into())],
+            body: vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3],
+        }),
+    );
+    let mut cmd = gate_for(&ca, &format!("https://localhost:{}", gz.port()));
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert!(r.log().contains("body: the body is gzip-encoded although"), "{}", r.log());
+    assert!(!r.log().contains("UTF-8"), "{}", r.log());
+
+    // 401 on discovery: a wrong path or a disabled issuer, not only a network policy.
+    let locked = Provider::start(tls_mode(ca.leaf(&["localhost"])), Arc::new(|_, _| Reply::json(401, "{}")));
+    let mut cmd = gate_for(&ca, &format!("https://localhost:{}", locked.port()));
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert!(r.log().contains("check the path") && r.log().contains("enabled"), "{}", r.log());
+
+    // --check-jwks where only HS256 is offered: no key can ever exist.
+    let port = free_port();
+    let hs_iss = format!("https://localhost:{port}");
+    let mut doc: Value = serde_json::from_str(&discovery_doc(&hs_iss)).unwrap();
+    doc["id_token_signing_alg_values_supported"] = serde_json::json!(["HS256"]);
+    let doc = doc.to_string();
+    let _hs = Provider::start_on(
+        loopback(port),
+        tls_mode(ca.leaf(&["localhost"])),
+        Arc::new(
+            move |req, _| if req.path == WELL_KNOWN { Reply::json(200, doc.clone()) } else { Reply::json(403, "{}") },
+        ),
+    );
+    let mut cmd = gate_for(&ca, &hs_iss);
+    cmd.args(["--once", "--check-jwks"]);
+    let r = run(cmd);
+    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert!(
+        r.log().contains("only with HS256 (a shared secret), so no public key exists to check: drop --check-jwks"),
+        "{}",
+        r.log()
+    );
+}
+
+#[test]
+fn bad_urls_say_how_to_write_them() {
+    let long = format!("https://h/{}", "a".repeat(70_000));
+    for (issuer, expected) in [
+        ("https://bücher.example/realms/x", "punycode"),
+        (" https://h/realms/x", "leading or trailing white space"),
+        (long.as_str(), "the HTTP stack accepts URLs of at most 65534"),
+    ] {
+        let mut cmd = gate();
+        cmd.args(["--issuer", issuer]);
+        let r = run(cmd);
+        assert_eq!(r.code, Some(2), "{}", r.log());
+        assert!(r.log().contains(expected), "{expected}: {}", r.log());
+    }
+}
+
+fn require_openssl() {
+    let ok = Command::new("openssl").arg("version").output().map(|o| o.status.success()).unwrap_or(false);
+    assert!(ok, "openssl is missing: run the test command (.ci/test), which installs it");
+}
+
+fn require_root_tools() {
+    let ok = Command::new("unshare").args(["--mount", "true"]).status().map(|s| s.success()).unwrap_or(false);
+    assert!(ok, "this test needs `unshare --mount` (util-linux, run as root)");
+}
+
+fn wait_for_port(port: u16) {
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(10), "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
