@@ -4,18 +4,19 @@
 //! for the deadline, whichever comes first, and then ends the process. So neither a resolver
 //! stuck in `getaddrinfo` nor a server that drips bytes can keep the gate past its deadline, and
 //! SIGTERM ends it at once even as PID 1 (where the kernel ignores signals without a handler).
+//! Everything said along the way is `report`'s.
 
 use crate::cli;
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, Loaded};
 use crate::http::HttpClient;
 use crate::probe::{Checks, Prober};
 use crate::proxy::ProxySettings;
-use crate::report::{self, LineThrottle};
+use crate::report::{self, IssuerResult, LineThrottle};
 use crate::tls::TlsSettings;
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
-use std::io::Write;
+use anyhow::Context;
 use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 /// How long after the deadline the main thread still waits for an issuer's thread to report.
@@ -34,136 +35,129 @@ enum Event {
 pub fn main() -> i32 {
     let started = Instant::now();
     let (tx, rx) = mpsc::channel();
-    install_signal_handlers(tx.clone());
+    let signals = install_signal_handlers(tx.clone());
 
     let cli = match cli::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
+            // clap writes help, version and usage errors; a closed stream must not abort.
             let _ = e.print();
             return e.exit_code();
         }
     };
     let env = |name: &str| std::env::var(name).ok();
-    let (config, proxies) = match Config::from_cli(&cli, &env).and_then(|c| Ok((c, ProxySettings::from_env(&env)?))) {
+    let (loaded, proxies) = match Config::from_cli(&cli, &env).and_then(|l| Ok((l, ProxySettings::from_env(&env)?))) {
         Ok(v) => v,
-        Err(e) => return usage_error(&e),
+        Err(e) => return report::usage_error(&e),
     };
     let unknown = cli::unknown_env_vars(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()));
-    if config.dry_run {
+    let Loaded { config, mode, notices } = loaded;
+    if mode.dry_run {
         if let Some((name, suggestion)) = unknown.into_iter().next() {
-            return usage_error(&ConfigError::UnknownVariable { name, suggestion });
+            return report::usage_error(&ConfigError::UnknownVariable { name, suggestion });
         }
-        let _ = std::io::stdout().write_all(report::settings_summary(&config, &proxies).as_bytes());
-        return 0;
+        return report::dry_run(&config, &proxies, &notices);
     }
-    report::init_logging(config.quiet, std::env::var("RUST_LOG").ok());
-    for (name, suggestion) in unknown {
-        log::warn!("{}", ConfigError::UnknownVariable { name, suggestion });
-    }
-    for w in &config.warnings {
-        log::warn!("{w}");
-    }
-    for n in &config.notes {
-        log::info!("{n}");
-    }
-    if config.rules.skip_issuer_check {
-        log::warn!("--skip-issuer-check: a document announcing another issuer will be accepted");
-    }
-    run(config, proxies, started, tx, rx)
-}
-
-fn usage_error(e: &ConfigError) -> i32 {
-    // A closed or full stderr must not turn exit 2 into an abort: write errors are ignored.
-    let _ = writeln!(
-        std::io::stderr(),
-        "wait-for-idp: error: {e}\nRun 'wait-for-idp --help' for the flags and their environment variables."
-    );
-    report::EXIT_USAGE
+    report::init_logging(mode.quiet, std::env::var("RUST_LOG").ok());
+    report::startup(&notices, unknown, signals.err());
+    let config = Arc::new(config);
+    let conclusion = match launch(&config, proxies, started, tx) {
+        Ok(()) => {
+            let (states, signal) = collect(&config, started + config.timeout + GRACE, &rx);
+            let issuers: Vec<IssuerResult<'_>> = config
+                .targets
+                .iter()
+                .zip(&states)
+                .map(|(target, (verdict, tally))| IssuerResult { target, verdict: *verdict, tally })
+                .collect();
+            match signal {
+                Some(sig) => report::interrupted(&config, mode, &issuers, sig, started.elapsed()),
+                None => report::conclude(&config, mode, &issuers, started.elapsed()),
+            }
+        }
+        Err(e) => report::cannot_wait(&config, &e, started.elapsed()),
+    };
+    conclusion.deliver(&config.termination_log)
 }
 
 /// SIGTERM and SIGINT reach the main loop as events.
-fn install_signal_handlers(tx: Sender<Event>) {
+fn install_signal_handlers(tx: Sender<Event>) -> anyhow::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    match signal_hook::iterator::Signals::new([SIGTERM, SIGINT]) {
-        Ok(mut signals) => {
-            std::thread::spawn(move || {
-                for sig in signals.forever() {
-                    let _ = tx.send(Event::Signal(sig));
-                }
-            });
-        }
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "wait-for-idp: warning: cannot handle SIGTERM/SIGINT: {e}");
-        }
-    }
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])
+        .context("cannot handle SIGTERM/SIGINT; the gate runs to its deadline")?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                let _ = tx.send(Event::Signal(sig));
+            }
+        })
+        .context("cannot start the signal thread; the gate runs to its deadline")?;
+    Ok(())
 }
 
-fn run(config: Config, proxies: ProxySettings, started: Instant, tx: Sender<Event>, rx: mpsc::Receiver<Event>) -> i32 {
-    let config = Arc::new(config);
-    let client = Arc::new(HttpClient::new(TlsSettings::new(&config.extra_roots), proxies, config.connect_to.clone()));
+/// Starts one waiting thread per issuer, each reporting to `tx`.
+fn launch(config: &Arc<Config>, proxies: ProxySettings, started: Instant, tx: Sender<Event>) -> anyhow::Result<()> {
+    let tls = TlsSettings::new(&config.extra_roots).context("cannot set up TLS verification")?;
+    let client = Arc::new(HttpClient::new(tls, proxies, config.connect_to.clone()));
     let checks =
         Arc::new(Checks { rules: config.rules, check_jwks: config.check_jwks, token_file: config.token_file.clone() });
-    let deadline = started + config.timeout;
+    let schedule = Schedule {
+        deadline: started + config.timeout,
+        interval: config.interval,
+        attempt_timeout: config.attempt_timeout,
+        max_attempts: config.max_attempts,
+        successes: config.successes,
+    };
     for (index, target) in config.targets.iter().cloned().enumerate() {
-        let (config, client, checks, tx) = (config.clone(), client.clone(), checks.clone(), tx.clone());
-        let schedule = Schedule {
-            deadline,
-            interval: config.interval,
-            attempt_timeout: config.attempt_timeout,
-            max_attempts: config.max_attempts,
-            successes: config.successes,
-        };
-        std::thread::spawn(move || {
-            let label = report::label(&config, &target.issuer);
-            let mut throttle = LineThrottle::new(config.interval);
-            let mut jitter = Jitter::from_entropy();
-            let prober = Prober::new(client, target.clone(), checks);
-            let mut attempt = |budget| prober.attempt(budget);
-            let mut observe = |r: &wait::AttemptReport<'_>, t: &Tally| {
-                report::log_attempt(&label, r, t, &mut throttle);
-                let _ = tx.send(Event::Progress(index, t.clone()));
-            };
-            let (verdict, tally) = wait::wait_until_ready(
-                &schedule,
-                &SystemClock,
-                &mut ThreadSleeper,
-                &mut jitter,
-                &mut attempt,
-                &mut observe,
-            );
-            let _ = tx.send(Event::Finished(index, verdict, tally));
-        });
+        let label = report::label(config, &target.issuer);
+        let (interval, tx) = (config.interval, tx.clone());
+        let prober = Prober::new(client.clone(), target, checks.clone());
+        std::thread::Builder::new()
+            .name(format!("issuer-{index}"))
+            .spawn(move || {
+                let mut throttle = LineThrottle::new(interval);
+                let mut attempt = |budget| prober.attempt(budget);
+                let mut observe = |r: &wait::AttemptReport<'_>, t: &Tally| {
+                    report::log_attempt(&label, r, t, &mut throttle);
+                    let _ = tx.send(Event::Progress(index, t.clone()));
+                };
+                let (verdict, tally) = wait::wait_until_ready(
+                    &schedule,
+                    &SystemClock,
+                    &mut ThreadSleeper,
+                    &mut Jitter::from_entropy(),
+                    &mut attempt,
+                    &mut observe,
+                );
+                let _ = tx.send(Event::Finished(index, verdict, tally));
+            })
+            .with_context(|| format!("cannot start the thread that waits for issuer #{}", index + 1))?;
     }
-    drop(tx);
+    Ok(())
+}
 
+/// Collects the issuers' reports until the outcome is decided (all ready, or one not), a signal
+/// arrives, or `hard_deadline` passes. Returns each issuer's verdict (if it finished) and tally,
+/// and the signal, if one ended the wait.
+#[allow(clippy::type_complexity)]
+fn collect(
+    config: &Config,
+    hard_deadline: Instant,
+    rx: &Receiver<Event>,
+) -> (Vec<(Option<Verdict>, Tally)>, Option<i32>) {
     let mut states: Vec<(Option<Verdict>, Tally)> = config.targets.iter().map(|_| (None, Tally::default())).collect();
-    let hard_deadline = deadline + GRACE;
-    let mut signal = None;
     loop {
         let settled = states.iter().all(|(v, _)| v.is_some())
             || states.iter().any(|(v, _)| matches!(v, Some(v) if *v != Verdict::Ready));
         if settled {
-            break;
+            return (states, None);
         }
         match rx.recv_timeout(hard_deadline.saturating_duration_since(Instant::now())) {
             Ok(Event::Progress(i, tally)) => states[i].1 = tally,
             Ok(Event::Finished(i, verdict, tally)) => states[i] = (Some(verdict), tally),
-            Ok(Event::Signal(sig)) => {
-                signal = Some(sig);
-                break;
-            }
-            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => break,
+            Ok(Event::Signal(sig)) => return (states, Some(sig)),
+            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return (states, None),
         }
     }
-    let issuers: Vec<report::IssuerResult<'_>> = config
-        .targets
-        .iter()
-        .zip(&states)
-        .map(|(target, (verdict, tally))| report::IssuerResult { target, verdict: *verdict, tally })
-        .collect();
-    let conclusion = match signal {
-        Some(sig) => report::interrupted(&config, &issuers, sig, started.elapsed()),
-        None => report::conclude(&config, &issuers, started.elapsed()),
-    };
-    conclusion.deliver(&config.termination_log)
 }

@@ -3,6 +3,39 @@
 //! error can name exactly the flag or variable it came from.
 
 use clap::{CommandFactory, FromArgMatches, Parser};
+use std::time::Duration;
+
+/// Every default, written once: the configuration uses these values and the help text shows
+/// them (see [`command`]).
+pub(crate) mod defaults {
+    use std::time::Duration;
+
+    pub(crate) const TIMEOUT: Duration = Duration::from_secs(300);
+    /// The shortest `--timeout`: less leaves no time for a single attempt.
+    pub(crate) const MIN_TIMEOUT: Duration = Duration::from_millis(100);
+    pub(crate) const INTERVAL: Duration = Duration::from_secs(1);
+    pub(crate) const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+    pub(crate) const METADATA: &str = "oidc";
+    pub(crate) const SUCCESSES: u32 = 1;
+    pub(crate) const OUTPUT: &str = "text";
+    pub(crate) const TERMINATION_LOG: &str = "/dev/termination-log";
+}
+
+/// What the help text shows as each valued flag's default, from [`defaults`].
+fn default_shown(id: &str) -> Option<String> {
+    let d = |d: Duration| humantime::format_duration(d).to_string();
+    Some(match id {
+        "timeout" => format!("at least {} [default: {}]", d(defaults::MIN_TIMEOUT), d(defaults::TIMEOUT)),
+        "interval" => format!("[default: {}]", d(defaults::INTERVAL)),
+        "attempt_timeout" => format!("[default: {}]", d(defaults::ATTEMPT_TIMEOUT)),
+        "metadata" => format!("[default: {}]", defaults::METADATA),
+        "successes" => format!("[default: {}]", defaults::SUCCESSES),
+        "output" => format!("[default: {}]", defaults::OUTPUT),
+        "termination_log" => format!("[default: {}]", defaults::TERMINATION_LOG),
+        "max_attempts" => "[default: unlimited]".to_string(),
+        _ => return None,
+    })
+}
 
 #[derive(Parser, Debug, Default, Clone)]
 #[command(
@@ -18,103 +51,101 @@ use clap::{CommandFactory, FromArgMatches, Parser};
         An environment variable that is set but empty counts as unset.",
     after_help = "Exit codes: 0 ready (or failed open), 1 not ready (--fail-closed, --once), 2 bad configuration, 130/143 signal."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Issuer identifier; the document's "issuer" must equal it byte for byte. Repeat for several
     /// issuers (all must be ready)
     #[arg(long, value_name = "URL")]
-    pub issuer: Vec<String>,
+    pub(crate) issuer: Vec<String>,
 
     /// Fetch the metadata from this URL instead of the derived one (e.g. an in-cluster service),
     /// still expecting --issuer in the document
     #[arg(long, value_name = "URL")]
-    pub discovery_url: Option<String>,
+    pub(crate) discovery_url: Option<String>,
 
     /// Metadata kind: oidc (/.well-known/openid-configuration, appended) or oauth (RFC 8414,
-    /// /.well-known/oauth-authorization-server inserted after the host) [default: oidc]
+    /// /.well-known/oauth-authorization-server inserted after the host)
     #[arg(long, value_name = "oidc|oauth")]
-    pub metadata: Option<String>,
+    pub(crate) metadata: Option<String>,
 
     /// Accept a document whose issuer differs (Entra ID 'common'); logged as a warning
     #[arg(long)]
-    pub skip_issuer_check: bool,
+    pub(crate) skip_issuer_check: bool,
 
     /// Also require every REQUIRED member of the chosen specification
     #[arg(long)]
-    pub strict: bool,
+    pub(crate) strict: bool,
 
     /// PEM file of CA certificates trusted in addition to Mozilla's roots; repeatable (env:
     /// comma-separated)
     #[arg(long, value_name = "PATH")]
-    pub ca_file: Vec<String>,
+    pub(crate) ca_file: Vec<String>,
 
-    /// Overall deadline, e.g. 90s or 5m; at least 100ms [default: 5m]
+    /// Overall deadline, e.g. 90s or 5m
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
-    pub timeout: Option<String>,
+    pub(crate) timeout: Option<String>,
 
     /// Longest pause between attempts; each pause is 80-100% of it, at random. Refused
-    /// connections are retried after about 0.1s [default: 1s]
+    /// connections are retried after about 0.1s
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
-    pub interval: Option<String>,
+    pub(crate) interval: Option<String>,
 
-    /// Bound on one attempt, DNS to last body byte; clipped to the time left [default: 5s]
+    /// Bound on one attempt, DNS to last body byte; clipped to the time left
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
-    pub attempt_timeout: Option<String>,
+    pub(crate) attempt_timeout: Option<String>,
 
     /// Give up after N attempts (per issuer), or at the deadline, whichever comes first
-    /// [default: unlimited]
     #[arg(long, allow_hyphen_values = true, value_name = "N")]
-    pub max_attempts: Option<String>,
+    pub(crate) max_attempts: Option<String>,
 
     /// Exit 1 instead of 0 when the issuer is not ready in time
     #[arg(long)]
-    pub fail_closed: bool,
+    pub(crate) fail_closed: bool,
 
     /// One attempt, fail closed, and print a short summary of the document to stdout
     #[arg(long)]
-    pub once: bool,
+    pub(crate) once: bool,
 
     /// File that receives the one-line outcome for `kubectl describe`; skipped if it cannot be
-    /// opened. The default is used only if it exists [default: /dev/termination-log]
+    /// opened. The default is used only if it exists
     #[arg(long, value_name = "PATH")]
-    pub termination_log: Option<String>,
+    pub(crate) termination_log: Option<String>,
 
     /// Connect to CONNECT_HOST:CONNECT_PORT when the URL names HOST:PORT, keeping HOST for TLS
     /// (SNI, certificate check) and the Host header, as curl's --connect-to. An empty field
     /// matches any / keeps the original. Repeatable (env: comma-separated)
     #[arg(long, value_name = "HOST:PORT:CONNECT_HOST:CONNECT_PORT")]
-    pub connect_to: Vec<String>,
+    pub(crate) connect_to: Vec<String>,
 
     /// Send "Authorization: Bearer" with this file's content (re-read every attempt) to the
     /// discovery URL's origin only, e.g. a service-account token for the API server's issuer
     #[arg(long, value_name = "PATH")]
-    pub token_file: Option<String>,
+    pub(crate) token_file: Option<String>,
 
     /// Also fetch jwks_uri and require a key usable for the advertised signing algorithms
     #[arg(long)]
-    pub check_jwks: bool,
+    pub(crate) check_jwks: bool,
 
     /// Consecutive passing attempts required, for providers that flap during a rolling restart
-    /// [default: 1]
     #[arg(long, allow_hyphen_values = true, value_name = "N")]
-    pub successes: Option<String>,
+    pub(crate) successes: Option<String>,
 
-    /// Final summary format: text (log lines only) or json (one JSON object on stdout) [default: text]
+    /// Final summary format: text (log lines only) or json (one JSON object on stdout)
     #[arg(long, value_name = "text|json")]
-    pub output: Option<String>,
+    pub(crate) output: Option<String>,
 
     /// Log only the final line
     #[arg(short, long)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 
     /// Check the flags, environment variables and CA files, print the effective settings and
     /// exit (0 valid, 2 not) without touching the network
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 /// Each flag's environment variable, by clap argument id. This table is the single source: the
 /// help text and the configuration both read it.
-pub const ENV_VARS: &[(&str, &str)] = &[
+pub(crate) const ENV_VARS: &[(&str, &str)] = &[
     ("issuer", "WAIT_FOR_IDP_ISSUER"),
     ("discovery_url", "WAIT_FOR_IDP_DISCOVERY_URL"),
     ("metadata", "WAIT_FOR_IDP_METADATA"),
@@ -137,20 +168,20 @@ pub const ENV_VARS: &[(&str, &str)] = &[
 
 /// oauth2-proxy's variables, read when the flag and its `WAIT_FOR_IDP_*` variable are both
 /// absent, so that one `envFrom` can configure the proxy and its gate.
-pub const FALLBACK_ENV_VARS: &[(&str, &str)] = &[
+pub(crate) const FALLBACK_ENV_VARS: &[(&str, &str)] = &[
     ("issuer", "OAUTH2_PROXY_OIDC_ISSUER_URL"),
     ("ca_file", "OAUTH2_PROXY_PROVIDER_CA_FILES"),
     ("skip_issuer_check", "OAUTH2_PROXY_INSECURE_OIDC_SKIP_ISSUER_VERIFICATION"),
 ];
 
 /// The oauth2-proxy fallback variable of a clap argument id, if it has one.
-pub fn fallback_env_var(id: &str) -> Option<&'static str> {
+pub(crate) fn fallback_env_var(id: &str) -> Option<&'static str> {
     FALLBACK_ENV_VARS.iter().find(|(arg, _)| *arg == id).map(|(_, env)| *env)
 }
 
 /// `WAIT_FOR_IDP_*` variables that no flag reads, each with the likely intended one. A typo in a
 /// Helm value would otherwise be ignored without a word.
-pub fn unknown_env_vars(names: impl Iterator<Item = String>) -> Vec<(String, Option<&'static str>)> {
+pub(crate) fn unknown_env_vars(names: impl Iterator<Item = String>) -> Vec<(String, Option<&'static str>)> {
     names
         .filter(|n| n.starts_with("WAIT_FOR_IDP_") && !ENV_VARS.iter().any(|(_, env)| env == n))
         .map(|n| {
@@ -181,7 +212,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// The environment variable of a clap argument id.
-pub fn env_var(id: &str) -> &'static str {
+pub(crate) fn env_var(id: &str) -> &'static str {
     ENV_VARS
         .iter()
         .find(|(arg, _)| *arg == id)
@@ -189,12 +220,15 @@ pub fn env_var(id: &str) -> &'static str {
         .unwrap_or_else(|| panic!("no environment variable registered for --{id}"))
 }
 
-/// The clap command, with each flag's help naming its environment variable.
-pub fn command() -> clap::Command {
+/// The clap command, with each flag's help naming its default and environment variable.
+pub(crate) fn command() -> clap::Command {
     let mut cmd = Cli::command();
     for (id, env) in ENV_VARS {
         cmd = cmd.mut_arg(*id, |arg| {
-            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            let mut help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            if let Some(default) = default_shown(id) {
+                help = format!("{help}; {default}");
+            }
             match fallback_env_var(id) {
                 Some(fallback) => arg.help(format!("{help} [env: {env}, else {fallback}]")),
                 None => arg.help(format!("{help} [env: {env}]")),
@@ -205,7 +239,7 @@ pub fn command() -> clap::Command {
 }
 
 /// Parses arguments (the first is the program name).
-pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+pub(crate) fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,

@@ -6,35 +6,11 @@
 //! parsing and re-serialising a URL would turn `https://h` into `https://h/` and pass a document
 //! that the real client then rejects.
 
+use crate::config::Target;
+pub use crate::config::{MetadataKind, Rules};
 use crate::url;
 use serde_json::{Map, Value};
 use std::fmt;
-
-/// Which specification the metadata document follows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MetadataKind {
-    /// OpenID Connect Discovery 1.0: `{issuer}/.well-known/openid-configuration`.
-    Oidc,
-    /// RFC 8414: `/.well-known/oauth-authorization-server` inserted between host and path.
-    OAuth,
-}
-
-impl MetadataKind {
-    pub fn parse(raw: &str) -> Option<MetadataKind> {
-        match raw {
-            "oidc" => Some(MetadataKind::Oidc),
-            "oauth" => Some(MetadataKind::OAuth),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MetadataKind::Oidc => "oidc",
-            MetadataKind::OAuth => "oauth",
-        }
-    }
-}
 
 /// The metadata URL for an issuer, by the chosen specification.
 ///
@@ -48,14 +24,9 @@ pub fn well_known_url(issuer: &str, kind: MetadataKind) -> String {
     }
 }
 
-/// How strictly a document is judged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rules {
-    pub kind: MetadataKind,
-    /// Require every REQUIRED member of the chosen specification.
-    pub strict: bool,
-    /// Accept a document whose `issuer` differs (Entra `common`); the caller warns.
-    pub skip_issuer_check: bool,
+/// Where a target's metadata is fetched from: `--discovery-url` if given, else the well-known URL.
+pub(crate) fn metadata_url(target: &Target, kind: MetadataKind) -> String {
+    target.discovery_url.clone().unwrap_or_else(|| well_known_url(&target.issuer, kind))
 }
 
 /// Why a fetched body is not a usable metadata document.
@@ -328,7 +299,7 @@ fn json_type_name(v: &Value) -> &'static str {
 }
 
 /// What to tell a user whose configured issuer differs from the one the provider announces.
-pub fn issuer_mismatch_hint(expected: &str, found: &str) -> String {
+pub(crate) fn issuer_mismatch_hint(expected: &str, found: &str) -> String {
     if found.contains("{tenantid}") {
         return "Entra ID 'common'/'organizations' documents carry a literal {tenantid} and can never match: \
                 use the tenant-specific issuer, or --skip-issuer-check if the client skips it too"
@@ -365,7 +336,7 @@ pub fn issuer_mismatch_hint(expected: &str, found: &str) -> String {
 
 /// A short, printable excerpt of a body for logs: at most `max` characters, control and
 /// non-printable bytes replaced, whitespace runs folded.
-pub fn printable_excerpt(body: &[u8], max: usize) -> String {
+pub(crate) fn printable_excerpt(body: &[u8], max: usize) -> String {
     let text = String::from_utf8_lossy(&body[..body.len().min(max * 4)]);
     let mut out = String::new();
     let mut last_space = true;

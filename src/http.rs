@@ -6,7 +6,7 @@
 //! never carried elsewhere) and never downgrade to plain http. Each fetch records its stage in a
 //! [`Progress`], so that whoever gives up waiting on it can say where it hung.
 
-use crate::connect_to::ConnectTo;
+use crate::config::ConnectTo;
 use crate::human::secs;
 use crate::progress::{Progress, Stage};
 use crate::proxy::ProxySettings;
@@ -24,29 +24,29 @@ use ureq::unversioned::transport::{
 
 /// Largest body accepted. Real discovery documents are 1-10 KiB; anything near this is a
 /// misbehaving server, and reading on would only delay the verdict.
-pub const BODY_LIMIT: u64 = 1024 * 1024;
+pub(crate) const BODY_LIMIT: u64 = 1024 * 1024;
 /// Same-origin redirect hops followed before giving up.
-pub const MAX_REDIRECTS: usize = 5;
+pub(crate) const MAX_REDIRECTS: usize = 5;
 
 /// A complete response: the body was read to its end, within the limit.
 #[derive(Debug, Clone, Default)]
-pub struct Fetched {
-    pub status: u16,
-    pub content_type: Option<String>,
+pub(crate) struct Fetched {
+    pub(crate) status: u16,
+    pub(crate) content_type: Option<String>,
     /// A body encoding the server applied although none was asked for (no Accept-Encoding).
-    pub content_encoding: Option<String>,
+    pub(crate) content_encoding: Option<String>,
     /// The raw `Retry-After` header.
-    pub retry_after: Option<String>,
+    pub(crate) retry_after: Option<String>,
     /// The Location header, used to follow redirects.
-    pub location: Option<String>,
-    pub body: Vec<u8>,
+    pub(crate) location: Option<String>,
+    pub(crate) body: Vec<u8>,
     /// The URL that answered, after redirects.
-    pub url: String,
+    pub(crate) url: String,
 }
 
 /// Why no complete response was had. `Display` is the message users read.
 #[derive(Debug, Clone)]
-pub enum FetchError {
+pub(crate) enum FetchError {
     /// The resolver answered, and not with an address.
     Dns {
         host: String,
@@ -111,16 +111,6 @@ impl fmt::Display for FetchError {
             | FetchError::Redirect(d)
             | FetchError::Body(d)
             | FetchError::Protocol(d) => f.write_str(d),
-        }
-    }
-}
-
-impl FetchError {
-    /// The stage a timeout hung in, if this is a timeout.
-    pub fn timed_out_in(&self) -> Option<Stage> {
-        match self {
-            FetchError::TimedOut { stage, .. } => Some(*stage),
-            _ => None,
         }
     }
 }
@@ -204,7 +194,7 @@ impl<In: Transport> Connector<In> for StageMark {
 
 /// Fetches documents. Each fetch gets an agent of its own, wired to its [`Progress`];
 /// connections are not pooled, so each attempt proves the provider answers a new client.
-pub struct HttpClient {
+pub(crate) struct HttpClient {
     config: ureq::config::Config,
     tls: TlsSettings,
     proxies: ProxySettings,
@@ -212,7 +202,7 @@ pub struct HttpClient {
 }
 
 impl HttpClient {
-    pub fn new(tls: TlsSettings, proxies: ProxySettings, connect_to: Vec<ConnectTo>) -> HttpClient {
+    pub(crate) fn new(tls: TlsSettings, proxies: ProxySettings, connect_to: Vec<ConnectTo>) -> HttpClient {
         let config = Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -243,7 +233,7 @@ impl HttpClient {
 
     /// GETs `url` within `budget`, following same-origin redirects. `headers` go to every hop
     /// (all hops share the origin).
-    pub fn get(
+    pub(crate) fn get(
         &self,
         url: &str,
         budget: Duration,
@@ -317,7 +307,7 @@ impl HttpClient {
 
 /// `Retry-After` (RFC 9110 §10.2.3) as a delay from `now`: delay-seconds or an HTTP-date (the
 /// preferred form and both obsolete ones). A date in the past is no delay; garbage is ignored.
-pub fn retry_after(raw: &str, now: SystemTime) -> Option<Duration> {
+pub(crate) fn retry_after(raw: &str, now: SystemTime) -> Option<Duration> {
     let raw = raw.trim();
     if !raw.is_empty() && raw.bytes().all(|b| b.is_ascii_digit()) {
         return Some(Duration::from_secs(raw.parse().unwrap_or(u64::MAX)));

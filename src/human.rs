@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// A duration for people: two decimals under 10 s, one under a minute, then minutes and seconds.
-pub fn secs(d: Duration) -> String {
+pub(crate) fn secs(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s < 10.0 {
         format!("{s:.2}s")

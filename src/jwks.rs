@@ -11,7 +11,7 @@ use std::fmt;
 
 /// Why a JWK Set is not usable.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JwksProblem {
+pub(crate) enum JwksProblem {
     NotUtf8,
     Json(String),
     NoKeysMember,
@@ -56,7 +56,7 @@ fn key_for_alg(alg: &str) -> Option<(&'static str, Option<&'static str>)> {
 
 /// Whether ID tokens signed with `alg` are verified with a published key (`HS*` use the client
 /// secret, `none` nothing, so a provider offering only those publishes no key).
-pub fn needs_public_key(alg: &str) -> bool {
+pub(crate) fn needs_public_key(alg: &str) -> bool {
     key_for_alg(alg).is_some()
 }
 
@@ -71,7 +71,7 @@ fn usable_for(key: &serde_json::Map<String, Value>, alg: &str) -> bool {
 
 /// Checks a JWK Set body against the document's `id_token_signing_alg_values_supported`.
 /// Returns the number of keys that have a `kty`.
-pub fn validate_jwks(body: &[u8], signing_algs: &[String]) -> Result<usize, JwksProblem> {
+pub(crate) fn validate_jwks(body: &[u8], signing_algs: &[String]) -> Result<usize, JwksProblem> {
     let text = std::str::from_utf8(body).map_err(|_| JwksProblem::NotUtf8)?;
     let value: Value = serde_json::from_str(text).map_err(|e| JwksProblem::Json(e.to_string()))?;
     let Value::Object(set) = value else {

@@ -1,3 +1,3 @@
 fn main() {
-    std::process::exit(wait_for_idp::app::main());
+    std::process::exit(wait_for_idp::main());
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Why an attempt did not pass. Ordered as a request progresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum FailureClass {
+pub(crate) enum FailureClass {
     Dns,
     Connect,
     Timeout,
@@ -38,7 +38,7 @@ pub enum FailureClass {
 }
 
 impl FailureClass {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FailureClass::Dns => "dns",
             FailureClass::Connect => "connect",
@@ -63,39 +63,39 @@ impl fmt::Display for FailureClass {
 
 /// A failed attempt.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Failure {
-    pub class: FailureClass,
-    pub detail: String,
+pub(crate) struct Failure {
+    pub(crate) class: FailureClass,
+    pub(crate) detail: String,
     /// Retrying soon costs the provider nothing (the connection was refused outright), so the
     /// gate may poll fast and notice readiness within a fraction of a second.
-    pub cheap: bool,
+    pub(crate) cheap: bool,
     /// How long the provider asked to be left alone (`Retry-After` on a 429 or 503).
-    pub retry_after: Option<Duration>,
+    pub(crate) retry_after: Option<Duration>,
 }
 
 impl Failure {
-    pub fn new(class: FailureClass, detail: impl Into<String>) -> Failure {
+    pub(crate) fn new(class: FailureClass, detail: impl Into<String>) -> Failure {
         Failure { class, detail: detail.into(), cheap: false, retry_after: None }
     }
 }
 
 /// A passing attempt.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ready {
-    pub document: Document,
+pub(crate) struct Ready {
+    pub(crate) document: Document,
     /// Where the document was finally served from.
-    pub url: String,
+    pub(crate) url: String,
     /// Keys with a `kty` in the JWK Set, when `--check-jwks` fetched it.
-    pub jwks_keys: Option<usize>,
+    pub(crate) jwks_keys: Option<usize>,
 }
 
 /// What one attempt checks, beyond fetching.
 #[derive(Clone, Debug)]
-pub struct Checks {
-    pub rules: Rules,
-    pub check_jwks: bool,
+pub(crate) struct Checks {
+    pub(crate) rules: Rules,
+    pub(crate) check_jwks: bool,
     /// Re-read on every attempt: projected service-account tokens rotate.
-    pub token_file: Option<PathBuf>,
+    pub(crate) token_file: Option<PathBuf>,
 }
 
 /// Which document an attempt is fetching: a failure while fetching the keys is class `jwks`.
@@ -131,19 +131,19 @@ impl Track {
 
 /// Attempts for one issuer.
 #[derive(Clone)]
-pub struct Prober {
+pub(crate) struct Prober {
     client: Arc<HttpClient>,
     target: Arc<Target>,
     checks: Arc<Checks>,
 }
 
 impl Prober {
-    pub fn new(client: Arc<HttpClient>, target: Target, checks: Arc<Checks>) -> Prober {
+    pub(crate) fn new(client: Arc<HttpClient>, target: Target, checks: Arc<Checks>) -> Prober {
         Prober { client, target: Arc::new(target), checks }
     }
 
     /// One attempt, over within `budget` whatever the network does.
-    pub fn attempt(&self, budget: Duration) -> Result<Ready, Failure> {
+    pub(crate) fn attempt(&self, budget: Duration) -> Result<Ready, Failure> {
         let track = Arc::new(Track::default());
         let (tx, rx) = mpsc::sync_channel(1);
         let (prober, shared) = (self.clone(), track.clone());
@@ -171,7 +171,8 @@ impl Prober {
         };
         // The bearer token goes to the configured discovery origin only: never to a JWKS host
         // elsewhere (redirects never leave the origin either).
-        let discovery_origin = url::split(&self.target.discovery_url).map(|p| p.origin()).ok();
+        let discovery_url = discovery::metadata_url(&self.target, self.checks.rules.kind);
+        let discovery_origin = url::split(&discovery_url).map(|p| p.origin()).ok();
         let headers_for = |to: &str| -> Vec<(&'static str, String)> {
             match &token {
                 Some(t) if url::split(to).map(|p| p.origin()).ok() == discovery_origin => {
@@ -180,10 +181,9 @@ impl Prober {
                 _ => Vec::new(),
             }
         };
-        let discovery_url = &self.target.discovery_url;
         let fetched = self
             .client
-            .get(discovery_url, budget, &headers_for(discovery_url), &track.progress)
+            .get(&discovery_url, budget, &headers_for(&discovery_url), &track.progress)
             .map_err(|e| link_failure(Link::Document, e))?;
         let mut ready = judge(&fetched, &self.target.issuer, self.checks.rules)?;
         if self.checks.check_jwks {
@@ -240,7 +240,7 @@ fn symmetric_only_hint(mut failure: Failure, document: &Document) -> Failure {
 }
 
 /// Judges a complete response.
-pub fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<Ready, Failure> {
+pub(crate) fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<Ready, Failure> {
     if fetched.status != 200 {
         let mut failure = Failure::new(FailureClass::HttpStatus, status_detail(fetched));
         if matches!(fetched.status, 429 | 503) {
@@ -316,7 +316,7 @@ fn link_failure(link: Link, e: FetchError) -> Failure {
 }
 
 /// A transport failure's class; its detail is the error's own message.
-pub fn fetch_failure(e: FetchError) -> Failure {
+pub(crate) fn fetch_failure(e: FetchError) -> Failure {
     let class = match &e {
         FetchError::Dns { .. } | FetchError::TimedOut { stage: Stage::Resolving, .. } => FailureClass::Dns,
         FetchError::TimedOut { .. } => FailureClass::Timeout,

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The stages of one HTTP exchange, in order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Stage {
+pub(crate) enum Stage {
     #[default]
     Resolving,
     Connecting,
@@ -35,13 +35,13 @@ impl fmt::Display for Stage {
 /// A fetch's progress: its stage and the host that stage talks to (the proxy while connecting
 /// through one), and whether a TLS server asked for a client certificate.
 #[derive(Debug, Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     at: Mutex<(Stage, String)>,
     client_cert_requested: AtomicBool,
 }
 
 impl Progress {
-    pub fn enter(&self, stage: Stage, host: &str) {
+    pub(crate) fn enter(&self, stage: Stage, host: &str) {
         if let Ok(mut at) = self.at.lock() {
             at.0 = stage;
             at.1.clear();
@@ -50,16 +50,16 @@ impl Progress {
     }
 
     /// The stage last entered and its host.
-    pub fn at(&self) -> (Stage, String) {
+    pub(crate) fn at(&self) -> (Stage, String) {
         self.at.lock().map(|at| at.clone()).unwrap_or_default()
     }
 
-    pub fn note_client_cert_request(&self) {
+    pub(crate) fn note_client_cert_request(&self) {
         self.client_cert_requested.store(true, Ordering::Relaxed);
     }
 
     /// A TLS server asked for a client certificate (and got none: the gate has none to give).
-    pub fn client_cert_requested(&self) -> bool {
+    pub(crate) fn client_cert_requested(&self) -> bool {
         self.client_cert_requested.load(Ordering::Relaxed)
     }
 }

@@ -17,15 +17,15 @@ use std::net::IpAddr;
 
 /// One configured proxy.
 #[derive(Clone, Debug)]
-pub struct ProxyChoice {
-    pub proxy: ureq::Proxy,
+pub(crate) struct ProxyChoice {
+    pub(crate) proxy: ureq::Proxy,
     /// For logs, with credentials redacted.
-    pub display: String,
+    pub(crate) display: String,
 }
 
 /// The proxies the environment asks for.
 #[derive(Clone, Debug, Default)]
-pub struct ProxySettings {
+pub(crate) struct ProxySettings {
     https: Option<ProxyChoice>,
     http: Option<ProxyChoice>,
     no_proxy: Vec<String>,
@@ -37,8 +37,11 @@ fn first_set(env: &dyn Fn(&str) -> Option<String>, names: &[&'static str]) -> Op
 
 fn parse_proxy(name: &'static str, value: String) -> Result<ProxyChoice, ConfigError> {
     let with_scheme = if value.contains("://") { value.clone() } else { format!("http://{value}") };
-    let invalid =
-        |expected| ConfigError::InvalidValue { source: Source::Env(name), value: url::redact(&value), expected };
+    let invalid = |expected: &str| ConfigError::InvalidValue {
+        source: Source::Env(name),
+        value: url::redact(&value),
+        expected: expected.to_string(),
+    };
     if !with_scheme.starts_with("http://") {
         return Err(invalid(
             "an http:// CONNECT proxy URL such as http://proxy:3128 (https and socks proxies are not supported)",
@@ -50,7 +53,7 @@ fn parse_proxy(name: &'static str, value: String) -> Result<ProxyChoice, ConfigE
 
 impl ProxySettings {
     /// Reads the proxy variables from an injected environment.
-    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<ProxySettings, ConfigError> {
+    pub(crate) fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<ProxySettings, ConfigError> {
         let all = first_set(env, &["all_proxy", "ALL_PROXY"]);
         let https = first_set(env, &["https_proxy", "HTTPS_PROXY"]).or_else(|| all.clone());
         let http = first_set(env, &["http_proxy"]).or(all);
@@ -70,7 +73,7 @@ impl ProxySettings {
     }
 
     /// The proxy to use for a URL, if any.
-    pub fn for_url(&self, target: &url::Parts<'_>) -> Option<&ProxyChoice> {
+    pub(crate) fn for_url(&self, target: &url::Parts<'_>) -> Option<&ProxyChoice> {
         let choice = if target.scheme == "https" { self.https.as_ref() } else { self.http.as_ref() }?;
         let host = target.bare_host().to_ascii_lowercase();
         if self.no_proxy.iter().any(|entry| no_proxy_matches(entry, &host)) {

@@ -2,21 +2,25 @@
 //! termination message and the `--once` summary. Lines are written for people reading
 //! `kubectl logs` on a bad morning: what failed, why, and how long the gate will still wait.
 
-use crate::config::{Config, Output, TerminationLog};
+use crate::config::{Config, ConfigError, MetadataKind, Notice, Output, RunMode, Target, TerminationLog};
+use crate::discovery;
 use crate::human::secs;
 use crate::probe::{Failure, Ready};
+use crate::proxy::ProxySettings;
 use crate::url;
 use crate::wait::{AttemptReport, Next, Tally, Verdict};
 use log::Level;
+use serde::Serialize;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// Log target of the final line: `--quiet` keeps only this target.
-pub const OUTCOME: &str = "outcome";
+pub(crate) const OUTCOME: &str = "outcome";
 
 /// Sets up logging to stderr: `info` by default, `RUST_LOG` when set, only the final line with
 /// `--quiet`. Lines carry the time since start, which is what matters for a gate.
-pub fn init_logging(quiet: bool, rust_log: Option<String>) {
+pub(crate) fn init_logging(quiet: bool, rust_log: Option<String>) {
     let start = Instant::now();
     let mut builder = env_logger::Builder::new();
     builder.target(env_logger::Target::Stderr);
@@ -39,13 +43,13 @@ pub fn init_logging(quiet: bool, rust_log: Option<String>) {
 
 /// Demotes repeats of a cheap failure to debug level so that fast polling of a refused port
 /// logs about once per interval, not ten times a second.
-pub struct LineThrottle {
+pub(crate) struct LineThrottle {
     every: Duration,
     last: Option<(String, Instant)>,
 }
 
 impl LineThrottle {
-    pub fn new(every: Duration) -> LineThrottle {
+    pub(crate) fn new(every: Duration) -> LineThrottle {
         LineThrottle { every, last: None }
     }
 
@@ -68,7 +72,7 @@ impl LineThrottle {
 }
 
 /// Logs one attempt.
-pub fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally, throttle: &mut LineThrottle) {
+pub(crate) fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally, throttle: &mut LineThrottle) {
     let level = throttle.level_for(report.outcome.as_ref().err(), Instant::now());
     let next = match report.next {
         Next::Pause { pause, retry_after: Some(asked) } => {
@@ -96,17 +100,17 @@ pub fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally, throt
 }
 
 /// The prefix naming an issuer when several are waited for.
-pub fn label(config: &Config, issuer: &str) -> String {
+pub(crate) fn label(config: &Config, issuer: &str) -> String {
     if config.targets.len() > 1 { format!("[{}] ", url::redact(issuer)) } else { String::new() }
 }
 
 /// `connect=40 http-status=3`
-pub fn failure_counts(tally: &Tally) -> String {
+pub(crate) fn failure_counts(tally: &Tally) -> String {
     tally.failures.iter().map(|(class, n)| format!("{class}={n}")).collect::<Vec<_>>().join(" ")
 }
 
 /// Why an issuer is not ready, in one phrase.
-pub fn not_ready_reason(verdict: Verdict, tally: &Tally, config: &Config) -> String {
+pub(crate) fn not_ready_reason(verdict: Verdict, tally: &Tally, config: &Config) -> String {
     match verdict {
         Verdict::Ready => "ready".into(),
         Verdict::DeadlineReached => {
@@ -116,13 +120,51 @@ pub fn not_ready_reason(verdict: Verdict, tally: &Tally, config: &Config) -> Str
     }
 }
 
+/// A configuration error: exit 2, with the message and where to look. A closed or full stderr
+/// must not turn exit 2 into an abort, so write errors are ignored.
+pub(crate) fn usage_error(e: &ConfigError) -> i32 {
+    let _ = writeln!(
+        std::io::stderr(),
+        "wait-for-idp: error: {e}\nRun 'wait-for-idp --help' for the flags and their environment variables."
+    );
+    EXIT_USAGE
+}
+
+/// `--dry-run`: the effective settings on stdout, exit 0.
+pub(crate) fn dry_run(config: &Config, proxies: &ProxySettings, notices: &[Notice]) -> i32 {
+    let _ = std::io::stdout().write_all(settings_summary(config, proxies, notices).as_bytes());
+    0
+}
+
+/// What is worth saying before the first attempt: the configuration's notices, variables that
+/// no flag reads, and a signal handler that could not be installed.
+pub(crate) fn startup(
+    notices: &[Notice],
+    unknown: Vec<(String, Option<&'static str>)>,
+    signals: Option<anyhow::Error>,
+) {
+    for (name, suggestion) in unknown {
+        log::warn!("{}", ConfigError::UnknownVariable { name, suggestion });
+    }
+    for notice in notices {
+        match notice {
+            Notice::Warning(w) => log::warn!("{w}"),
+            Notice::Note(n) => log::info!("{n}"),
+        }
+    }
+    if let Some(e) = signals {
+        log::warn!("{e:#}");
+    }
+}
+
 /// The effective settings, for `--dry-run`.
-pub fn settings_summary(config: &Config, proxies: &crate::proxy::ProxySettings) -> String {
+fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]) -> String {
     let mut out = String::from("configuration is valid\n");
     for t in &config.targets {
+        let metadata = discovery::metadata_url(t, config.rules.kind);
         out.push_str(&format!("issuer          {}\n", url::redact(&t.issuer)));
-        out.push_str(&format!("  metadata      {}\n", url::redact(&t.discovery_url)));
-        if let Ok(parts) = crate::url::split(&t.discovery_url) {
+        out.push_str(&format!("  metadata      {}\n", url::redact(&metadata)));
+        if let Ok(parts) = url::split(&metadata) {
             let via = proxies.for_url(&parts).map_or("direct".to_string(), |p| format!("proxy {}", p.display));
             out.push_str(&format!("  connect       {via}\n"));
         }
@@ -146,68 +188,112 @@ pub fn settings_summary(config: &Config, proxies: &crate::proxy::ProxySettings) 
         "when not ready  {}\n",
         if config.fail_closed { "fail closed (exit 1)" } else { "fail open (exit 0)" }
     ));
-    for w in &config.warnings {
-        out.push_str(&format!("warning         {w}\n"));
+    for notice in notices {
+        if let Notice::Warning(w) = notice {
+            out.push_str(&format!("warning         {w}\n"));
+        }
     }
     out
 }
 
-/// One issuer's result, for the JSON summary.
-pub struct IssuerResult<'a> {
-    pub target: &'a crate::config::Target,
+/// One issuer's result.
+pub(crate) struct IssuerResult<'a> {
+    pub(crate) target: &'a Target,
     /// `None`: still waiting when the process ended (deadline or signal).
-    pub verdict: Option<Verdict>,
-    pub tally: &'a Tally,
+    pub(crate) verdict: Option<Verdict>,
+    pub(crate) tally: &'a Tally,
 }
 
-/// The `--output json` summary: one object, documented in the README.
-pub fn json_summary(outcome: Outcome, elapsed: Duration, issuers: &[IssuerResult<'_>]) -> String {
-    use serde_json::{Value, json};
-    let issuers: Vec<Value> = issuers
-        .iter()
-        .map(|r| {
-            let ready = r.verdict == Some(Verdict::Ready);
-            let endpoints = r.tally.last_ready.as_ref().filter(|_| ready).map(|rd| {
-                let d = &rd.document;
-                json!({
-                    "authorization_endpoint": d.authorization_endpoint,
-                    "token_endpoint": d.token_endpoint,
-                    "jwks_uri": d.jwks_uri,
-                    "userinfo_endpoint": d.userinfo_endpoint,
-                })
-            });
-            let failures: serde_json::Map<String, Value> =
-                r.tally.failures.iter().map(|(c, n)| (c.as_str().to_string(), json!(n))).collect();
-            json!({
-                "issuer": url::redact(&r.target.issuer),
-                "discovery_url": url::redact(&r.target.discovery_url),
-                "ready": ready,
-                "verdict": match r.verdict {
-                    Some(Verdict::Ready) => "ready",
-                    Some(Verdict::DeadlineReached) | None => "deadline-reached",
-                    Some(Verdict::AttemptsExhausted) => "attempts-exhausted",
-                },
-                "attempts": r.tally.attempts,
-                "failures": failures,
-                "last_failure": r.tally.last_failure.as_ref().map(|f| json!({"class": f.class.as_str(), "message": f.detail})),
-                "endpoints": endpoints,
-                "jwks_keys": r.tally.last_ready.as_ref().filter(|_| ready).and_then(|rd| rd.jwks_keys),
-                "warnings": r.tally.last_ready.as_ref().filter(|_| ready).map_or(Vec::new(), |rd| rd.document.warnings.clone()),
-            })
-        })
-        .collect();
-    json!({
-        "outcome": outcome.as_str(),
-        "exit_code": outcome.code(),
-        "attempts": issuers.iter().map(|i| i["attempts"].as_u64().unwrap_or(0)).sum::<u64>(),
-        "elapsed_ms": elapsed.as_millis() as u64,
-        "issuers": issuers,
-    })
-    .to_string()
+/// The `--output json` summary, documented field by field in the README ("JSON output").
+#[derive(Serialize)]
+struct Summary<'a> {
+    outcome: &'static str,
+    exit_code: i32,
+    /// Over all issuers.
+    attempts: u32,
+    elapsed_ms: u64,
+    issuers: Vec<IssuerSummary<'a>>,
+}
+
+#[derive(Serialize)]
+struct IssuerSummary<'a> {
+    issuer: String,
+    discovery_url: String,
+    ready: bool,
+    verdict: &'static str,
+    attempts: u32,
+    failures: BTreeMap<&'static str, u32>,
+    last_failure: Option<LastFailure<'a>>,
+    endpoints: Option<Endpoints<'a>>,
+    jwks_keys: Option<usize>,
+    warnings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct LastFailure<'a> {
+    class: &'static str,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct Endpoints<'a> {
+    authorization_endpoint: Option<&'a str>,
+    token_endpoint: Option<&'a str>,
+    jwks_uri: Option<&'a str>,
+    userinfo_endpoint: Option<&'a str>,
+}
+
+impl<'a> IssuerSummary<'a> {
+    fn new(r: &IssuerResult<'a>, kind: MetadataKind) -> IssuerSummary<'a> {
+        let ready = r.verdict == Some(Verdict::Ready);
+        let passed = r.tally.last_ready.as_ref().filter(|_| ready);
+        IssuerSummary {
+            issuer: url::redact(&r.target.issuer),
+            discovery_url: url::redact(&discovery::metadata_url(r.target, kind)),
+            ready,
+            verdict: match r.verdict {
+                Some(Verdict::Ready) => "ready",
+                Some(Verdict::DeadlineReached) | None => "deadline-reached",
+                Some(Verdict::AttemptsExhausted) => "attempts-exhausted",
+            },
+            attempts: r.tally.attempts,
+            failures: r.tally.failures.iter().map(|(class, n)| (class.as_str(), *n)).collect(),
+            last_failure: r
+                .tally
+                .last_failure
+                .as_ref()
+                .map(|f| LastFailure { class: f.class.as_str(), message: &f.detail }),
+            endpoints: passed.map(|p| {
+                let d = &p.document;
+                Endpoints {
+                    authorization_endpoint: d.authorization_endpoint.as_deref(),
+                    token_endpoint: d.token_endpoint.as_deref(),
+                    jwks_uri: d.jwks_uri.as_deref(),
+                    userinfo_endpoint: d.userinfo_endpoint.as_deref(),
+                }
+            }),
+            jwks_keys: passed.and_then(|p| p.jwks_keys),
+            warnings: passed.map_or(&[], |p| &p.document.warnings),
+        }
+    }
+}
+
+/// The `--output json` summary: one object, one line.
+fn json_summary(config: &Config, outcome: Outcome, elapsed: Duration, issuers: &[IssuerResult<'_>]) -> String {
+    let summary = Summary {
+        outcome: outcome.as_str(),
+        exit_code: outcome.code(),
+        attempts: issuers.iter().map(|r| r.tally.attempts).sum(),
+        elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        issuers: issuers.iter().map(|r| IssuerSummary::new(r, config.rules.kind)).collect(),
+    };
+    let mut json = serde_json::to_string(&summary).unwrap_or_default();
+    json.push('\n');
+    json
 }
 
 /// The `--once` summary for stdout.
-pub fn once_summary(ready: &Ready) -> String {
+pub(crate) fn once_summary(ready: &Ready) -> String {
     let d = &ready.document;
     let mut out = String::new();
     let mut row = |k: &str, v: Option<&str>| {
@@ -232,7 +318,7 @@ pub fn once_summary(ready: &Ready) -> String {
 
 /// How the run ended, and the exit code that says so (README: "Exit codes").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Ready,
     /// Not ready, and exiting 0 anyway: the default, so the worst case is no gate at all.
     FailedOpen,
@@ -243,10 +329,10 @@ pub enum Outcome {
 }
 
 /// Exit code of a usage or configuration error.
-pub const EXIT_USAGE: i32 = 2;
+pub(crate) const EXIT_USAGE: i32 = 2;
 
 impl Outcome {
-    pub fn code(self) -> i32 {
+    pub(crate) fn code(self) -> i32 {
         match self {
             Outcome::Ready | Outcome::FailedOpen => 0,
             Outcome::NotReady => 1,
@@ -254,7 +340,7 @@ impl Outcome {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Ready => "ready",
             Outcome::FailedOpen => "failed-open",
@@ -266,26 +352,26 @@ impl Outcome {
 
 /// Everything the tool says when it ends, gathered first and then delivered in one go.
 #[derive(Debug)]
-pub struct Conclusion {
-    pub outcome: Outcome,
+pub(crate) struct Conclusion {
+    pub(crate) outcome: Outcome,
     /// Log lines before the final one (warnings, per-issuer reasons).
-    pub lines: Vec<(Level, String)>,
+    pub(crate) lines: Vec<(Level, String)>,
     /// The final line: the log's last, and the termination message.
-    pub last: (Level, String),
+    pub(crate) last: (Level, String),
     /// What goes to stdout: the `--once` summary or the JSON summary.
-    pub stdout: Option<String>,
+    pub(crate) stdout: Option<String>,
 }
 
 /// How long the end of the run may spend saying so. Each sink (termination log, stdout, stderr)
 /// gets a thread; one that blocks (a stalled pipe, a FIFO, a hung mount) is left behind, and the
 /// process exits with its code all the same, within the promised deadline + 0.1 s.
-pub const DELIVERY_BOUND: Duration = Duration::from_millis(40);
+pub(crate) const DELIVERY_BOUND: Duration = Duration::from_millis(40);
 
 impl Conclusion {
     /// Writes the termination message, stdout and the log lines, each on a thread of its own,
     /// and waits for them at most [`DELIVERY_BOUND`]. Write errors are ignored: they must not
     /// change the exit code, and there is nowhere left to report them.
-    pub fn deliver(self, termination_log: &TerminationLog) -> i32 {
+    pub(crate) fn deliver(self, termination_log: &TerminationLog) -> i32 {
         let code = self.outcome.code();
         let (tx, rx) = std::sync::mpsc::channel();
         let mut sinks = 0;
@@ -327,7 +413,7 @@ impl Conclusion {
 }
 
 /// The conclusion of a wait that ended (all ready, one not ready, or the deadline).
-pub fn conclude(config: &Config, issuers: &[IssuerResult<'_>], elapsed: Duration) -> Conclusion {
+pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'_>], elapsed: Duration) -> Conclusion {
     let attempts: u32 = issuers.iter().map(|r| r.tally.attempts).sum();
     let took = secs(elapsed);
     let mut lines = Vec::new();
@@ -338,7 +424,7 @@ pub fn conclude(config: &Config, issuers: &[IssuerResult<'_>], elapsed: Duration
                 for w in &ready.document.warnings {
                     lines.push((Level::Warn, format!("{}{w}", label(config, &r.target.issuer))));
                 }
-                if config.once {
+                if mode.once {
                     once.push_str(&once_summary(ready));
                 }
             }
@@ -346,7 +432,7 @@ pub fn conclude(config: &Config, issuers: &[IssuerResult<'_>], elapsed: Duration
         let names: Vec<String> = issuers.iter().map(|r| url::redact(&r.target.issuer)).collect();
         let last = (Level::Info, format!("ready: {} after {attempts} attempt(s) in {took}", names.join(", ")));
         let stdout = match config.output {
-            Output::Json => Some(json_summary(Outcome::Ready, elapsed, issuers)),
+            Output::Json => Some(json_summary(config, Outcome::Ready, elapsed, issuers)),
             Output::Text => (!once.is_empty()).then_some(once),
         };
         return Conclusion { outcome: Outcome::Ready, lines, last, stdout };
@@ -386,18 +472,37 @@ pub fn conclude(config: &Config, issuers: &[IssuerResult<'_>], elapsed: Duration
             ),
         )
     };
-    let stdout = (config.output == Output::Json).then(|| json_summary(outcome, elapsed, issuers));
+    let stdout = (config.output == Output::Json).then(|| json_summary(config, outcome, elapsed, issuers));
     Conclusion { outcome, lines, last, stdout }
 }
 
 /// The conclusion of a wait ended by SIGTERM or SIGINT.
-pub fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal: i32, elapsed: Duration) -> Conclusion {
+pub(crate) fn interrupted(
+    config: &Config,
+    _mode: RunMode,
+    issuers: &[IssuerResult<'_>],
+    signal: i32,
+    elapsed: Duration,
+) -> Conclusion {
     let name = if signal == signal_hook::consts::SIGINT { "SIGINT" } else { "SIGTERM" };
     let attempts: u32 = issuers.iter().map(|r| r.tally.attempts).sum();
     let outcome = Outcome::Interrupted(signal);
     let last =
         (Level::Warn, format!("interrupted by {name} after {attempts} attempt(s) in {}; not ready", secs(elapsed)));
-    let stdout = (config.output == Output::Json).then(|| json_summary(outcome, elapsed, issuers));
+    let stdout = (config.output == Output::Json).then(|| json_summary(config, outcome, elapsed, issuers));
+    Conclusion { outcome, lines: Vec::new(), last, stdout }
+}
+
+/// The conclusion when the gate could not even start waiting (no thread, no TLS set-up): not
+/// ready, failing open or closed as configured, with the reason.
+pub(crate) fn cannot_wait(config: &Config, error: &anyhow::Error, elapsed: Duration) -> Conclusion {
+    let reason = format!("cannot wait: {error:#}");
+    let (outcome, last) = if config.fail_closed {
+        (Outcome::NotReady, (Level::Error, format!("not ready: {reason}; failing closed (exit 1)")))
+    } else {
+        (Outcome::FailedOpen, (Level::Warn, format!("failing open: {reason}; starting the workload anyway (exit 0)")))
+    };
+    let stdout = (config.output == Output::Json).then(|| json_summary(config, outcome, elapsed, &[]));
     Conclusion { outcome, lines: Vec::new(), last, stdout }
 }
 
@@ -405,7 +510,7 @@ pub fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal: i32, e
 /// file (outside a pod) or an unwritable one is skipped without a word: it is a courtesy, not a
 /// duty. Only a regular file is written: the file is opened without blocking (a FIFO without a
 /// reader would otherwise hold the gate forever) and left alone if it is anything else.
-pub fn write_termination_log(t: &TerminationLog, line: &str) {
+pub(crate) fn write_termination_log(t: &TerminationLog, line: &str) {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .write(true)

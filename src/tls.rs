@@ -26,7 +26,7 @@ use webpki::ring as algs;
 
 /// What every TLS connection shares: ring, and the certificate verifier.
 #[derive(Debug, Clone)]
-pub struct TlsSettings {
+pub(crate) struct TlsSettings {
     provider: Arc<CryptoProvider>,
     verifier: Arc<GateVerifier>,
 }
@@ -34,14 +34,14 @@ pub struct TlsSettings {
 impl TlsSettings {
     /// Mozilla's roots plus `extra_roots` (already checked one by one when the configuration
     /// was read).
-    pub fn new(extra_roots: &[CertificateDer<'static>]) -> TlsSettings {
+    pub(crate) fn new(
+        extra_roots: &[CertificateDer<'static>],
+    ) -> Result<TlsSettings, rustls::client::VerifierBuilderError> {
         let provider = Arc::new(verify_only_provider());
         let mut roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
         let (_added, _ignored) = roots.add_parsable_certificates(extra_roots.iter().cloned());
-        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .build()
-            .expect("the root store is not empty");
-        TlsSettings { provider, verifier: Arc::new(GateVerifier { webpki, pinned: extra_roots.to_vec() }) }
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build()?;
+        Ok(TlsSettings { provider, verifier: Arc::new(GateVerifier { webpki, pinned: extra_roots.to_vec() }) })
     }
 
     /// A client configuration for one connection, reporting to `progress` whether the server
@@ -226,13 +226,13 @@ impl ResolvesClientCert for NoClientCert {
 
 /// Wraps the chained transport in TLS when the URL is https.
 #[derive(Debug)]
-pub struct TlsConnector {
+pub(crate) struct TlsConnector {
     settings: TlsSettings,
     progress: Arc<Progress>,
 }
 
 impl TlsConnector {
-    pub fn new(settings: TlsSettings, progress: Arc<Progress>) -> Self {
+    pub(crate) fn new(settings: TlsSettings, progress: Arc<Progress>) -> Self {
         TlsConnector { settings, progress }
     }
 }
@@ -266,7 +266,7 @@ impl<In: Transport> Connector<In> for TlsConnector {
 }
 
 /// An established TLS session over the chained transport.
-pub struct TlsTransport {
+pub(crate) struct TlsTransport {
     buffers: LazyBuffers,
     stream: StreamOwned<ClientConnection, TransportAdapter>,
 }
@@ -307,7 +307,7 @@ impl Transport for TlsTransport {
 }
 
 /// A TLS failure, said so that the reader knows what to change.
-pub fn explain(host: &str, error: &rustls::Error) -> String {
+pub(crate) fn explain(host: &str, error: &rustls::Error) -> String {
     match error {
         rustls::Error::InvalidCertificate(cert) => explain_certificate(host, cert, error),
         rustls::Error::AlertReceived(AlertDescription::CertificateRequired) => client_certificate_required(host),
@@ -324,7 +324,7 @@ pub fn explain(host: &str, error: &rustls::Error) -> String {
 }
 
 /// The server asked for a client certificate, which the gate does not have.
-pub fn client_certificate_required(host: &str) -> String {
+pub(crate) fn client_certificate_required(host: &str) -> String {
     format!(
         "{host} requires a client certificate (mutual TLS), which the gate does not send; serve the discovery \
          document without client authentication, or point --discovery-url at an endpoint that does"

@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// Why a token file cannot be used.
 #[derive(Debug)]
-pub enum TokenProblem {
+pub(crate) enum TokenProblem {
     Unreadable(std::io::Error),
     Empty,
     NotOneToken,
@@ -25,7 +25,7 @@ impl fmt::Display for TokenProblem {
 }
 
 /// The token in `path`, without surrounding white space.
-pub fn read(path: &Path) -> Result<String, TokenProblem> {
+pub(crate) fn read(path: &Path) -> Result<String, TokenProblem> {
     let text = std::fs::read_to_string(path).map_err(TokenProblem::Unreadable)?;
     let token = text.trim();
     if token.is_empty() {

@@ -19,22 +19,22 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// Pause after a refused connection (at most; 50-100% of it at random).
-pub const FAST_RETRY: Duration = Duration::from_millis(100);
+pub(crate) const FAST_RETRY: Duration = Duration::from_millis(100);
 
 /// The shortest paced pause, as a fraction of the interval. With the default 1 s interval the
 /// mean pause is 0.9 s: a 503-answering provider gets about 1.1 requests a second from each
 /// gate, and the gate notices readiness about 0.45 s after it happens (median).
-pub const PACED_LOW: f64 = 0.8;
+pub(crate) const PACED_LOW: f64 = 0.8;
 
 /// Time kept free at the end of an attempt clipped by the deadline, so that it is classified,
 /// logged and reported before the deadline rather than cut off by it. The attempt itself ends
 /// on time (the prober abandons a fetch at its budget), so this only covers logging it.
-pub const UNWIND: Duration = Duration::from_millis(30);
+pub(crate) const UNWIND: Duration = Duration::from_millis(30);
 
 /// The longest `Retry-After` honoured. Hosted providers ask for up to a minute when they rate
 /// limit; a gate that waited that long at every 429 would hold a pod far longer than the
 /// provider's hiccup, and the deadline still bounds it all.
-pub const RETRY_AFTER_CAP: Duration = Duration::from_secs(30);
+pub(crate) const RETRY_AFTER_CAP: Duration = Duration::from_secs(30);
 
 /// The least time worth giving a later attempt (or the attempt timeout, if smaller). An attempt
 /// squeezed into the last few milliseconds can only fail with a timeout of its own making, and
@@ -42,18 +42,18 @@ pub const RETRY_AFTER_CAP: Duration = Duration::from_secs(30);
 /// answer within 0.01s" as the last failure of a provider that had answered 503 all along. So
 /// the last pause is shortened to leave the final attempt this much, and when even that does not
 /// fit, the wait ends at once instead of idling out the remainder.
-pub const MIN_ATTEMPT: Duration = Duration::from_millis(200);
+pub(crate) const MIN_ATTEMPT: Duration = Duration::from_millis(200);
 
-pub trait Clock {
+pub(crate) trait Clock {
     fn now(&self) -> Instant;
 }
 
-pub trait Sleeper {
+pub(crate) trait Sleeper {
     fn sleep(&mut self, pause: Duration);
 }
 
 /// The real monotonic clock.
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Instant {
@@ -63,7 +63,7 @@ impl Clock for SystemClock {
 
 /// Real sleeping. Signals do not need to interrupt it: the main thread handles them and ends
 /// the process.
-pub struct ThreadSleeper;
+pub(crate) struct ThreadSleeper;
 
 impl Sleeper for ThreadSleeper {
     fn sleep(&mut self, pause: Duration) {
@@ -73,22 +73,22 @@ impl Sleeper for ThreadSleeper {
 
 /// A small xorshift generator for jitter: no need for cryptographic randomness, only for gates
 /// started in the same second to drift apart.
-pub struct Jitter(u64);
+pub(crate) struct Jitter(u64);
 
 impl Jitter {
-    pub fn new(seed: u64) -> Jitter {
+    pub(crate) fn new(seed: u64) -> Jitter {
         Jitter(seed | 1)
     }
 
     /// Seeded from the clock and the process id, which differ between pods.
-    pub fn from_entropy() -> Jitter {
+    pub(crate) fn from_entropy() -> Jitter {
         let nanos =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
         Jitter::new(nanos ^ (u64::from(std::process::id()) << 32) ^ 0x9E37_79B9_7F4A_7C15)
     }
 
     /// A fraction in `[lo, hi)`.
-    pub fn between(&mut self, lo: f64, hi: f64) -> f64 {
+    pub(crate) fn between(&mut self, lo: f64, hi: f64) -> f64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -99,18 +99,18 @@ impl Jitter {
 
 /// When to stop and how to pace.
 #[derive(Clone, Copy, Debug)]
-pub struct Schedule {
-    pub deadline: Instant,
-    pub interval: Duration,
-    pub attempt_timeout: Duration,
-    pub max_attempts: Option<u32>,
+pub(crate) struct Schedule {
+    pub(crate) deadline: Instant,
+    pub(crate) interval: Duration,
+    pub(crate) attempt_timeout: Duration,
+    pub(crate) max_attempts: Option<u32>,
     /// Consecutive passing attempts required (at least 1).
-    pub successes: u32,
+    pub(crate) successes: u32,
 }
 
 /// How the wait ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Ready,
     DeadlineReached,
     AttemptsExhausted,
@@ -118,17 +118,17 @@ pub enum Verdict {
 
 /// What has happened so far, for log lines and the summary.
 #[derive(Clone, Debug, Default)]
-pub struct Tally {
-    pub attempts: u32,
-    pub failures: BTreeMap<FailureClass, u32>,
-    pub last_failure: Option<Failure>,
-    pub last_ready: Option<Ready>,
-    pub consecutive_successes: u32,
+pub(crate) struct Tally {
+    pub(crate) attempts: u32,
+    pub(crate) failures: BTreeMap<FailureClass, u32>,
+    pub(crate) last_failure: Option<Failure>,
+    pub(crate) last_ready: Option<Ready>,
+    pub(crate) consecutive_successes: u32,
 }
 
 /// What follows an attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Another attempt after `pause`; `retry_after` is the provider's request, when it made one
     /// and it set the pause.
     Pause { pause: Duration, retry_after: Option<Duration> },
@@ -137,16 +137,16 @@ pub enum Next {
 }
 
 /// One attempt, as the observer sees it.
-pub struct AttemptReport<'a> {
-    pub number: u32,
-    pub outcome: &'a Result<Ready, Failure>,
+pub(crate) struct AttemptReport<'a> {
+    pub(crate) number: u32,
+    pub(crate) outcome: &'a Result<Ready, Failure>,
     /// Time left before the deadline when the attempt ended.
-    pub left: Duration,
-    pub next: Next,
+    pub(crate) left: Duration,
+    pub(crate) next: Next,
 }
 
 /// Attempts until ready, out of attempts, or out of time.
-pub fn wait_until_ready(
+pub(crate) fn wait_until_ready(
     schedule: &Schedule,
     clock: &dyn Clock,
     sleeper: &mut dyn Sleeper,

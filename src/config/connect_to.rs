@@ -1,17 +1,19 @@
 //! `--connect-to HOST:PORT:CONNECT_HOST:CONNECT_PORT`, with curl's semantics: a request for
 //! HOST:PORT opens its TCP connection to CONNECT_HOST:CONNECT_PORT instead, while TLS (SNI and
 //! the certificate check) and the Host header keep HOST. For pods that must reach the provider
-//! through its in-cluster Service but validate it under its public name.
+//! through its in-cluster Service but validate it under its public name. The rules are read
+//! here; the resolver in `http` applies them.
 
+use crate::url;
 use std::fmt;
 
 /// One rule. `None` fields match anything (HOST, PORT) or keep the original (CONNECT_*).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConnectTo {
-    pub host: Option<String>,
-    pub port: Option<u16>,
-    pub to_host: Option<String>,
-    pub to_port: Option<u16>,
+pub(crate) struct ConnectTo {
+    pub(crate) host: Option<String>,
+    pub(crate) port: Option<u16>,
+    pub(crate) to_host: Option<String>,
+    pub(crate) to_port: Option<u16>,
 }
 
 impl fmt::Display for ConnectTo {
@@ -19,6 +21,33 @@ impl fmt::Display for ConnectTo {
         let o = |h: &Option<String>| h.clone().unwrap_or_default();
         let p = |p: &Option<u16>| p.map(|p| p.to_string()).unwrap_or_default();
         write!(f, "{}:{}:{}:{}", o(&self.host), p(&self.port), o(&self.to_host), p(&self.to_port))
+    }
+}
+
+/// Why a `--connect-to` rule is not usable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ConnectToProblem {
+    FieldCount,
+    BadHost(String),
+    BadPort(String),
+    ChangesNothing,
+}
+
+impl fmt::Display for ConnectToProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectToProblem::FieldCount => write!(
+                f,
+                "expected HOST:PORT:CONNECT_HOST:CONNECT_PORT, e.g. sso.example.com:443:keycloak.sso.svc:8443"
+            ),
+            ConnectToProblem::BadHost(h) => {
+                write!(f, "'{h}' is not a host name or address (IPv6 goes in brackets: [::1])")
+            }
+            ConnectToProblem::BadPort(p) => write!(f, "'{p}' is not a port (1-65535)"),
+            ConnectToProblem::ChangesNothing => {
+                write!(f, "names neither a CONNECT_HOST nor a CONNECT_PORT, so it would change nothing")
+            }
+        }
     }
 }
 
@@ -41,51 +70,49 @@ fn fields(raw: &str) -> Vec<&str> {
     out
 }
 
-fn host(field: &str) -> Result<Option<String>, String> {
+fn host(field: &str) -> Result<Option<String>, ConnectToProblem> {
     if field.is_empty() {
         return Ok(None);
     }
-    let bare = field.strip_prefix('[').and_then(|f| f.strip_suffix(']')).unwrap_or(field);
+    let bare = url::bare_host(field);
     let ok = !bare.is_empty()
-        && if field.starts_with('[') {
+        && if bare.len() != field.len() {
             bare.parse::<std::net::Ipv6Addr>().is_ok()
         } else {
             bare.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_')
         };
     if !ok {
-        return Err(format!("'{field}' is not a host name or address (IPv6 goes in brackets: [::1])"));
+        return Err(ConnectToProblem::BadHost(field.to_string()));
     }
     Ok(Some(field.to_ascii_lowercase()))
 }
 
-fn port(field: &str) -> Result<Option<u16>, String> {
+fn port(field: &str) -> Result<Option<u16>, ConnectToProblem> {
     if field.is_empty() {
         return Ok(None);
     }
     match field.parse::<u16>() {
         Ok(p) if p > 0 => Ok(Some(p)),
-        _ => Err(format!("'{field}' is not a port (1-65535)")),
+        _ => Err(ConnectToProblem::BadPort(field.to_string())),
     }
 }
 
 impl ConnectTo {
-    pub fn parse(raw: &str) -> Result<ConnectTo, String> {
+    pub(crate) fn parse(raw: &str) -> Result<ConnectTo, ConnectToProblem> {
         let f = fields(raw.trim());
         if f.len() != 4 {
-            return Err(
-                "expected HOST:PORT:CONNECT_HOST:CONNECT_PORT, e.g. sso.example.com:443:keycloak.sso.svc:8443".into()
-            );
+            return Err(ConnectToProblem::FieldCount);
         }
         let rule = ConnectTo { host: host(f[0])?, port: port(f[1])?, to_host: host(f[2])?, to_port: port(f[3])? };
         if rule.to_host.is_none() && rule.to_port.is_none() {
-            return Err("names neither a CONNECT_HOST nor a CONNECT_PORT, so it would change nothing".into());
+            return Err(ConnectToProblem::ChangesNothing);
         }
         Ok(rule)
     }
 
     /// Where to connect for `host:port`, if this rule applies. `host` as in the URL (IPv6 in
     /// brackets).
-    pub fn redirect(&self, host: &str, port: u16) -> Option<(String, u16)> {
+    pub(crate) fn redirect(&self, host: &str, port: u16) -> Option<(String, u16)> {
         let host_matches = self.host.as_deref().is_none_or(|h| h.eq_ignore_ascii_case(host));
         let port_matches = self.port.is_none_or(|p| p == port);
         (host_matches && port_matches)
@@ -113,10 +140,11 @@ mod tests {
 
     #[test]
     fn bad_rules_say_why() {
-        assert!(ConnectTo::parse("a:1:b").unwrap_err().contains("HOST:PORT:CONNECT_HOST:CONNECT_PORT"));
-        assert!(ConnectTo::parse("a:x:b:1").unwrap_err().contains("'x' is not a port"));
-        assert!(ConnectTo::parse("a:1::").unwrap_err().contains("change nothing"));
-        assert!(ConnectTo::parse("a b:1:c:2").unwrap_err().contains("not a host"));
+        assert_eq!(ConnectTo::parse("a:1:b"), Err(ConnectToProblem::FieldCount));
+        assert_eq!(ConnectTo::parse("a:x:b:1"), Err(ConnectToProblem::BadPort("x".into())));
+        assert_eq!(ConnectTo::parse("a:1::"), Err(ConnectToProblem::ChangesNothing));
+        assert_eq!(ConnectTo::parse("a b:1:c:2"), Err(ConnectToProblem::BadHost("a b".into())));
         assert!(ConnectTo::parse("[zz]:1:c:2").is_err());
+        assert!(ConnectToProblem::FieldCount.to_string().contains("HOST:PORT:CONNECT_HOST:CONNECT_PORT"));
     }
 }

@@ -1,0 +1,77 @@
+//! Every way the configuration can be wrong, each as a variant whose message names the flag or
+//! variable and says what would be right. All of them exit 2.
+
+use super::{CaFileProblem, ConnectToProblem, Source};
+use crate::token::TokenProblem;
+use crate::url;
+use std::fmt;
+
+#[derive(Debug)]
+pub(crate) enum ConfigError {
+    MissingIssuer { empty_env: bool },
+    InvalidUrl { source: Source, value: String, problem: url::Problem },
+    InvalidValue { source: Source, value: String, expected: String },
+    ConnectTo { source: Source, value: String, problem: ConnectToProblem },
+    CaFile { source: Source, path: String, problem: CaFileProblem },
+    TokenFile { source: Source, path: String, problem: TokenProblem },
+    Conflict(Conflict),
+    UnknownVariable { name: String, suggestion: Option<&'static str> },
+}
+
+/// Settings that are each valid but cannot go together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Conflict {
+    DiscoveryUrlWithSeveralIssuers { source: Source, issuers: usize },
+    OnceWithMaxAttempts { source: Source },
+    OnceWithSuccesses { source: Source, successes: u32 },
+    SuccessesBeyondMaxAttempts { successes: u32, max: u32 },
+}
+
+impl fmt::Display for Conflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Conflict::DiscoveryUrlWithSeveralIssuers { source, issuers } => write!(
+                f,
+                "{source} names one discovery URL but {issuers} issuers are given; use it with a single issuer"
+            ),
+            Conflict::OnceWithMaxAttempts { source } => {
+                write!(f, "--once makes exactly one attempt; drop {source} (or drop --once and use --fail-closed)")
+            }
+            Conflict::OnceWithSuccesses { source, successes } => write!(
+                f,
+                "--once makes exactly one attempt, so it cannot see {successes} consecutive successes; drop {source}"
+            ),
+            Conflict::SuccessesBeyondMaxAttempts { successes, max } => {
+                write!(f, "--successes {successes} can never be reached within --max-attempts {max}")
+            }
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::MissingIssuer { empty_env } => write!(
+                f,
+                "no issuer given: pass --issuer https://sso.example.com/realms/NAME or set WAIT_FOR_IDP_ISSUER (or oauth2-proxy's OAUTH2_PROXY_OIDC_ISSUER_URL){}",
+                if *empty_env { " (it is set but empty)" } else { "" }
+            ),
+            ConfigError::InvalidUrl { source, value, problem } => {
+                write!(f, "{source}: '{}' {problem}", url::redact(value))
+            }
+            ConfigError::InvalidValue { source, value, expected } => {
+                write!(f, "{source}: '{value}' is not valid; expected {expected}")
+            }
+            ConfigError::ConnectTo { source, value, problem } => write!(f, "{source}: '{value}' {problem}"),
+            ConfigError::CaFile { source, path, problem } => write!(f, "{source}: CA file '{path}' {problem}"),
+            ConfigError::TokenFile { source, path, problem } => write!(f, "{source}: token file '{path}' {problem}"),
+            ConfigError::Conflict(conflict) => write!(f, "{conflict}"),
+            ConfigError::UnknownVariable { name, suggestion } => match suggestion {
+                Some(s) => write!(f, "{name} is not a variable wait-for-idp reads; did you mean {s}?"),
+                None => write!(f, "{name} is not a variable wait-for-idp reads; see --help for the list"),
+            },
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}

@@ -1,0 +1,318 @@
+//! Turns the command line and the environment into validated settings, in one place.
+//!
+//! Three steps, each in a function of its own: read every value by precedence and parse it
+//! ([`inputs`]), check the settings that cannot go together ([`Values::check_conflicts`]), then
+//! load the files they name ([`files`]). Nothing invalid is ever replaced by a default: every
+//! problem is a [`ConfigError`] naming the flag or variable and what would be right, and the
+//! process exits 2. What is worth saying but not wrong comes back as [`Notice`]s, to be logged
+//! once logging is up.
+
+mod connect_to;
+mod error;
+mod files;
+mod inputs;
+
+pub(crate) use connect_to::{ConnectTo, ConnectToProblem};
+pub(crate) use error::{ConfigError, Conflict};
+pub(crate) use files::CaFileProblem;
+pub(crate) use inputs::{Raw, Source};
+
+use crate::cli::{Cli, defaults};
+use crate::url;
+use inputs::{Inputs, parse_choice, parse_count, parse_duration};
+use rustls::pki_types::CertificateDer;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which specification the metadata document follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetadataKind {
+    /// OpenID Connect Discovery 1.0: `{issuer}/.well-known/openid-configuration`.
+    Oidc,
+    /// RFC 8414: `/.well-known/oauth-authorization-server` inserted between host and path.
+    OAuth,
+}
+
+impl MetadataKind {
+    /// The words `--metadata` takes.
+    const CHOICES: &'static [(&'static str, MetadataKind)] =
+        &[("oidc", MetadataKind::Oidc), ("oauth", MetadataKind::OAuth)];
+
+    pub fn as_str(self) -> &'static str {
+        Self::CHOICES.iter().find(|(_, k)| *k == self).map_or("?", |(w, _)| w)
+    }
+}
+
+/// How strictly a document is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rules {
+    pub kind: MetadataKind,
+    /// Require every REQUIRED member of the chosen specification.
+    pub strict: bool,
+    /// Accept a document whose `issuer` differs (Entra `common`); the caller warns.
+    pub skip_issuer_check: bool,
+}
+
+/// One issuer to wait for, and where to fetch its metadata if not from the derived URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Target {
+    pub(crate) issuer: String,
+    pub(crate) discovery_url: Option<String>,
+}
+
+/// Where the final line goes for `kubectl describe`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TerminationLog {
+    pub(crate) path: PathBuf,
+    /// Create the file when it is missing: only for a path the user named. The default path is
+    /// written only where the kubelet has put it, so runs outside a pod leave no stray file.
+    pub(crate) create: bool,
+}
+
+/// How the final summary is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// Log lines on stderr only.
+    Text,
+    /// Also one JSON object on stdout.
+    Json,
+}
+
+/// Validated settings: what to wait for, and how.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) targets: Vec<Target>,
+    pub(crate) rules: Rules,
+    /// Trusted in addition to Mozilla's roots.
+    pub(crate) extra_roots: Vec<CertificateDer<'static>>,
+    pub(crate) timeout: Duration,
+    pub(crate) interval: Duration,
+    pub(crate) attempt_timeout: Duration,
+    pub(crate) max_attempts: Option<u32>,
+    /// Consecutive passing attempts required.
+    pub(crate) successes: u32,
+    pub(crate) connect_to: Vec<ConnectTo>,
+    pub(crate) token_file: Option<PathBuf>,
+    pub(crate) check_jwks: bool,
+    pub(crate) output: Output,
+    pub(crate) fail_closed: bool,
+    pub(crate) termination_log: TerminationLog,
+}
+
+/// How this run goes, apart from what it waits for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RunMode {
+    /// One attempt, fail closed, a summary on stdout.
+    pub(crate) once: bool,
+    /// Only check the configuration.
+    pub(crate) dry_run: bool,
+    /// Log only the final line.
+    pub(crate) quiet: bool,
+}
+
+/// Something worth saying once logging is up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Notice {
+    Warning(String),
+    Note(String),
+}
+
+/// A configuration that passed every check, its run mode, and what is worth saying about it.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub(crate) config: Config,
+    pub(crate) mode: RunMode,
+    pub(crate) notices: Vec<Notice>,
+}
+
+impl Config {
+    /// Builds the configuration from parsed flags and an environment lookup.
+    pub(crate) fn from_cli(cli: &Cli, env: &dyn Fn(&str) -> Option<String>) -> Result<Loaded, ConfigError> {
+        let inputs = Inputs { env };
+        let mut notices = Vec::new();
+        let values = Values::read(cli, &inputs, &mut notices)?;
+        values.check_conflicts()?;
+        let extra_roots = files::load_ca_files(&values.ca_files)?;
+        if let Some(raw) = &values.token_file {
+            files::check_token_file(raw)?;
+        }
+        Ok(values.into_loaded(extra_roots, notices))
+    }
+}
+
+/// Every setting read and parsed, with the raw values that conflicts are reported against.
+struct Values {
+    issuers: Vec<Raw>,
+    discovery_url: Option<Raw>,
+    rules: Rules,
+    ca_files: Vec<Raw>,
+    timeout: Duration,
+    interval: Duration,
+    attempt_timeout: Duration,
+    max_attempts: Option<(u32, Raw)>,
+    successes: (u32, Option<Raw>),
+    fail_closed: bool,
+    connect_to: Vec<ConnectTo>,
+    token_file: Option<Raw>,
+    check_jwks: bool,
+    output: Output,
+    termination_log: TerminationLog,
+    mode: RunMode,
+}
+
+impl Values {
+    /// Step 1: each value by precedence (flag, variable, default), parsed.
+    fn read(cli: &Cli, inputs: &Inputs<'_>, notices: &mut Vec<Notice>) -> Result<Values, ConfigError> {
+        let issuers = read_issuers(cli, inputs, notices)?;
+        let discovery_url = inputs.single("discovery_url", &cli.discovery_url);
+        if let Some(raw) = &discovery_url {
+            check_url(raw, notices)?;
+        }
+        let rules = Rules {
+            kind: parse_choice(inputs.single("metadata", &cli.metadata), defaults::METADATA, MetadataKind::CHOICES)?,
+            strict: inputs.switch("strict", cli.strict)?,
+            skip_issuer_check: inputs.switch("skip_issuer_check", cli.skip_issuer_check)?,
+        };
+        if rules.skip_issuer_check {
+            notices.push(Notice::Warning(
+                "--skip-issuer-check: a document announcing another issuer will be accepted".into(),
+            ));
+        }
+        let max_attempts = inputs.single("max_attempts", &cli.max_attempts);
+        let successes = inputs.single("successes", &cli.successes);
+        let output_choices = [("text", Output::Text), ("json", Output::Json)];
+        Ok(Values {
+            timeout: parse_duration(inputs.single("timeout", &cli.timeout), defaults::TIMEOUT, defaults::MIN_TIMEOUT)?,
+            interval: parse_duration(inputs.single("interval", &cli.interval), defaults::INTERVAL, Duration::ZERO)?,
+            attempt_timeout: parse_duration(
+                inputs.single("attempt_timeout", &cli.attempt_timeout),
+                defaults::ATTEMPT_TIMEOUT,
+                Duration::ZERO,
+            )?,
+            max_attempts: parse_count(max_attempts.as_ref())?.zip(max_attempts),
+            successes: (parse_count(successes.as_ref())?.unwrap_or(defaults::SUCCESSES), successes),
+            fail_closed: cli.once || inputs.switch("fail_closed", cli.fail_closed)?,
+            connect_to: read_connect_to(cli, inputs)?,
+            token_file: inputs.single("token_file", &cli.token_file),
+            check_jwks: inputs.switch("check_jwks", cli.check_jwks)?,
+            output: parse_choice(inputs.single("output", &cli.output), defaults::OUTPUT, &output_choices)?,
+            termination_log: match inputs.single("termination_log", &cli.termination_log) {
+                Some(raw) => TerminationLog { path: PathBuf::from(raw.value), create: true },
+                None => TerminationLog { path: PathBuf::from(defaults::TERMINATION_LOG), create: false },
+            },
+            mode: RunMode { once: cli.once, dry_run: cli.dry_run, quiet: inputs.switch("quiet", cli.quiet)? },
+            ca_files: inputs.list("ca_file", &cli.ca_file),
+            issuers,
+            discovery_url,
+            rules,
+        })
+    }
+
+    /// Step 2: settings that are each valid but cannot go together.
+    fn check_conflicts(&self) -> Result<(), ConfigError> {
+        let (successes, successes_raw) = &self.successes;
+        let conflict = match (&self.discovery_url, &self.max_attempts) {
+            (Some(raw), _) if self.issuers.len() > 1 => {
+                Some(Conflict::DiscoveryUrlWithSeveralIssuers { source: raw.source, issuers: self.issuers.len() })
+            }
+            (_, Some((_, raw))) if self.mode.once => Some(Conflict::OnceWithMaxAttempts { source: raw.source }),
+            _ if self.mode.once && *successes > 1 => Some(Conflict::OnceWithSuccesses {
+                source: successes_raw.as_ref().map_or(Source::Flag("successes"), |r| r.source),
+                successes: *successes,
+            }),
+            (_, Some((max, _))) if successes > max => {
+                Some(Conflict::SuccessesBeyondMaxAttempts { successes: *successes, max: *max })
+            }
+            _ => None,
+        };
+        conflict.map_or(Ok(()), |c| Err(ConfigError::Conflict(c)))
+    }
+
+    /// The configuration itself, once the files it names are loaded (step 3).
+    fn into_loaded(self, extra_roots: Vec<CertificateDer<'static>>, notices: Vec<Notice>) -> Loaded {
+        let discovery_url = self.discovery_url.map(|raw| raw.value);
+        let targets = self
+            .issuers
+            .into_iter()
+            .map(|raw| Target { issuer: raw.value, discovery_url: discovery_url.clone() })
+            .collect();
+        let config = Config {
+            targets,
+            rules: self.rules,
+            extra_roots,
+            timeout: self.timeout,
+            interval: self.interval,
+            attempt_timeout: self.attempt_timeout,
+            max_attempts: if self.mode.once { Some(1) } else { self.max_attempts.map(|(n, _)| n) },
+            successes: self.successes.0,
+            connect_to: self.connect_to,
+            token_file: self.token_file.map(|raw| PathBuf::from(raw.value)),
+            check_jwks: self.check_jwks,
+            output: self.output,
+            fail_closed: self.fail_closed,
+            termination_log: self.termination_log,
+        };
+        Loaded { config, mode: self.mode, notices }
+    }
+}
+
+/// The issuers, each checked, a repeated one kept once.
+fn read_issuers(cli: &Cli, inputs: &Inputs<'_>, notices: &mut Vec<Notice>) -> Result<Vec<Raw>, ConfigError> {
+    let mut issuers = inputs.list("issuer", &cli.issuer);
+    let mut seen = std::collections::HashSet::new();
+    issuers.retain(|raw| {
+        let first = seen.insert(raw.value.clone());
+        if !first {
+            let issuer = url::redact(&raw.value);
+            notices.push(Notice::Warning(format!("{}: {issuer} is given twice; it is polled once", raw.source)));
+        }
+        first
+    });
+    if issuers.is_empty() {
+        return Err(ConfigError::MissingIssuer { empty_env: inputs.set_but_empty("issuer") });
+    }
+    for raw in &issuers {
+        check_url(raw, notices)?;
+    }
+    if let Some(Source::Env(name)) = issuers.first().map(|raw| raw.source) {
+        if name.starts_with("OAUTH2_PROXY_") {
+            notices.push(Notice::Note(format!("issuer read from {name} (oauth2-proxy's variable)")));
+        }
+    }
+    Ok(issuers)
+}
+
+fn read_connect_to(cli: &Cli, inputs: &Inputs<'_>) -> Result<Vec<ConnectTo>, ConfigError> {
+    inputs
+        .list("connect_to", &cli.connect_to)
+        .into_iter()
+        .map(|raw| {
+            ConnectTo::parse(&raw.value).map_err(|problem| ConfigError::ConnectTo {
+                source: raw.source,
+                value: raw.value.clone(),
+                problem,
+            })
+        })
+        .collect()
+}
+
+/// Checks an issuer or discovery URL; plain http is allowed with a warning.
+fn check_url(raw: &Raw, notices: &mut Vec<Notice>) -> Result<(), ConfigError> {
+    let invalid = |problem| ConfigError::InvalidUrl { source: raw.source, value: raw.value.clone(), problem };
+    let parts = url::check_issuer(&raw.value).map_err(invalid)?;
+    // ureq parses with the `http` crate; make sure it agrees, so no URL fails only at run time.
+    if raw.value.parse::<ureq::http::Uri>().is_err() {
+        return Err(invalid(url::Problem::NotAbsolute));
+    }
+    if parts.scheme == "http" {
+        notices.push(Notice::Warning(format!(
+            "{}: {} uses plain http: the metadata is not protected by TLS (acceptable only inside the cluster)",
+            raw.source,
+            url::redact(&raw.value)
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
