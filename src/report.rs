@@ -36,7 +36,8 @@ pub(crate) fn init_logging(quiet: bool, rust_log: Option<String>) {
         }
     }
     builder.format(move |buf, record| {
-        writeln!(buf, "wait-for-idp +{:.3}s {:<5} {}", start.elapsed().as_secs_f64(), record.level(), record.args())
+        let ms = start.elapsed().as_millis();
+        writeln!(buf, "wait-for-idp +{}.{:03}s {:<5} {}", ms / 1000, ms % 1000, record.level(), record.args())
     });
     let _ = builder.try_init();
 }

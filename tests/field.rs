@@ -1,20 +1,12 @@
 //! Found in the field (issue 9): each test here failed before its fix. The real binary against
 //! local servers that misbehave the way real ones did.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 use serde_json::Value;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-const WELL_KNOWN: &str = "/.well-known/openid-configuration";
-
-fn json_of(r: &Run) -> Value {
-    serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", r.stdout))
-}
 
 // 1. The waiting side ends an attempt at its own deadline, whatever the socket does.
 
@@ -44,7 +36,7 @@ fn a_frozen_provider_is_always_reported_with_the_stage_it_hung_in() {
             .map(|(timeout, port, stage)| {
                 let ca = &ca;
                 s.spawn(move || {
-                    let mut cmd = gate_for(ca, &format!("https://localhost:{port}"));
+                    let mut cmd = gate_for(ca, &issuer_at("localhost", *port, ""));
                     cmd.args(["--timeout", timeout, "--output", "json"]);
                     (*timeout, *stage, run(cmd))
                 })
@@ -55,7 +47,7 @@ fn a_frozen_provider_is_always_reported_with_the_stage_it_hung_in() {
             assert_eq!(r.code, Some(0), "fails open: {}", r.log());
             assert!(r.log().contains(&format!("last failure timeout: {stage}")), "--timeout {timeout}: {}", r.log());
             assert!(!r.log().contains("last failure: none"), "--timeout {timeout}: {}", r.log());
-            let json = json_of(&r);
+            let json = r.json();
             assert_eq!(json["issuers"][0]["last_failure"]["class"], "timeout", "{json}");
             assert!(json["attempts"].as_u64().unwrap() >= 1, "{json}");
             assert_within(&r, humantime::parse_duration(timeout).unwrap());
@@ -67,7 +59,7 @@ fn a_frozen_provider_is_always_reported_with_the_stage_it_hung_in() {
 fn attempt_timeout_is_kept_by_the_waiter() {
     let silent = Provider::start(Mode::Silent, Arc::new(|_, _| Reply::Hang));
     let mut cmd = gate();
-    cmd.args(["--issuer", &format!("https://localhost:{}", silent.port()), "--attempt-timeout", "1s"]);
+    cmd.args(["--issuer", &silent.issuer(""), "--attempt-timeout", "1s"]);
     cmd.args(["--timeout", "3500ms", "--fail-closed", "--interval", "100ms"]);
     let r = run(cmd);
     assert_eq!(r.code, Some(1), "{}", r.log());
@@ -121,7 +113,7 @@ fn a_connect_that_hangs_is_named_as_such() {
         assert!(held.len() < 64, "the accept queue never filled");
     }
     let mut cmd = gate();
-    cmd.args(["--issuer", &format!("https://localhost:{}", addr.port()), "--timeout", "1500ms", "--fail-closed"]);
+    cmd.args(["--issuer", &issuer_at("localhost", addr.port(), ""), "--timeout", "1500ms", "--fail-closed"]);
     let r = run(cmd);
     assert_eq!(r.code, Some(1), "{}", r.log());
     assert!(r.log().contains("timeout: no TCP connection to "), "{}", r.log());
@@ -133,8 +125,8 @@ fn a_connect_that_hangs_is_named_as_such() {
 #[test]
 fn relative_redirects_resolve_with_dot_segments_and_queries_holding_urls() {
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = format!("https://localhost:{port}/realms/x");
+    let slot = Reserved::new();
+    let (port, iss) = (slot.port, slot.issuer("/realms/x"));
     let doc = discovery_doc(&iss);
     let handler: Handler = Arc::new(move |req, _| match req.path.as_str() {
         "/realms/x/.well-known/openid-configuration" => Reply::redirect(302, "../../y/./doc?next=https://other/x"),
@@ -142,7 +134,7 @@ fn relative_redirects_resolve_with_dot_segments_and_queries_holding_urls() {
         "/final" => Reply::json(200, doc.clone()),
         _ => Reply::json(404, "{}"),
     });
-    let p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), handler);
+    let p = slot.listen(tls_mode(ca.leaf(&["localhost"])), handler);
     let mut cmd = gate_for(&ca, &iss);
     cmd.arg("--once");
     let r = run(cmd);
@@ -153,7 +145,7 @@ fn relative_redirects_resolve_with_dot_segments_and_queries_holding_urls() {
     // The same-origin rule applies to the resolved URL: `//other` leaves the origin.
     let away =
         Provider::start(tls_mode(ca.leaf(&["localhost"])), Arc::new(|_, _| Reply::redirect(302, "//other.test/x")));
-    let mut cmd = gate_for(&ca, &format!("https://localhost:{}", away.port()));
+    let mut cmd = gate_for(&ca, &away.issuer(""));
     cmd.arg("--once");
     let r = run(cmd);
     assert_eq!(r.code, Some(1), "{}", r.log());
@@ -215,9 +207,9 @@ fn a_termination_log_that_is_a_fifo_does_not_block() {
 fn a_self_signed_ca_certificate_given_as_ca_file_is_accepted_with_name_and_dates_checked() {
     let dir = tempfile::tempdir().unwrap();
     let (chain, pem) = self_signed_ca_cert(dir.path(), &["localhost"], (2020, 1, 1), (2090, 1, 1));
-    let port = free_port();
-    let iss = format!("https://localhost:{port}");
-    let p = Provider::start_on(loopback(port), tls_mode(chain), serve_at(WELL_KNOWN, discovery_doc(&iss)));
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
+    let p = slot.listen(tls_mode(chain), serve_at(WELL_KNOWN, discovery_doc(&iss)));
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--once", "--ca-file"]).arg(&pem);
     let r = run(cmd);
@@ -228,7 +220,7 @@ fn a_self_signed_ca_certificate_given_as_ca_file_is_accepted_with_name_and_dates
     let (chain, pem) = self_signed_ca_cert(dir.path(), &["other.test"], (2020, 1, 1), (2090, 1, 1));
     let p = Provider::start(tls_mode(chain), serve_at(WELL_KNOWN, String::new()));
     let mut cmd = gate();
-    cmd.args(["--issuer", &format!("https://localhost:{}", p.port()), "--once", "--ca-file"]).arg(&pem);
+    cmd.args(["--issuer", &p.issuer(""), "--once", "--ca-file"]).arg(&pem);
     let r = run(cmd);
     assert_eq!(r.code, Some(1), "{}", r.log());
     assert!(r.log().contains("certificate is for other.test, not localhost"), "{}", r.log());
@@ -237,7 +229,7 @@ fn a_self_signed_ca_certificate_given_as_ca_file_is_accepted_with_name_and_dates
     let (chain, pem) = self_signed_ca_cert(dir.path(), &["localhost"], (2020, 1, 1), (2021, 1, 1));
     let p = Provider::start(tls_mode(chain), serve_at(WELL_KNOWN, String::new()));
     let mut cmd = gate();
-    cmd.args(["--issuer", &format!("https://localhost:{}", p.port()), "--once", "--ca-file"]).arg(&pem);
+    cmd.args(["--issuer", &p.issuer(""), "--once", "--ca-file"]).arg(&pem);
     let r = run(cmd);
     assert_eq!(r.code, Some(1), "{}", r.log());
     assert!(r.log().contains("has expired"), "{}", r.log());
@@ -266,18 +258,18 @@ fn p521_certificates_are_explained() {
         ("a", "is signed with an ECDSA P-521 key, which this build cannot verify"),
         ("b", "broke off the TLS handshake (handshake_failure)"),
     ] {
-        let port = free_port();
+        // openssl binds port 0 itself and says which port it got.
         let mut server = Command::new("openssl")
-            .args(["s_server", "-quiet", "-www", "-accept", &format!("127.0.0.1:{port}")])
+            .args(["s_server", "-www", "-accept", "127.0.0.1:0"])
             .args(["-cert", &format!("{name}.pem"), "-key", &format!("{name}.key")])
             .current_dir(dir.path())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        wait_for_port(port);
+        let port = accepted_port(server.stdout.take().unwrap());
         let mut cmd = gate();
-        cmd.args(["--issuer", &format!("https://localhost:{port}"), "--once", "--ca-file"])
+        cmd.args(["--issuer", &issuer_at("localhost", port, ""), "--once", "--ca-file"])
             .arg(dir.path().join(format!("{name}ca.pem")));
         let r = run(cmd);
         let _ = server.kill();
@@ -292,7 +284,7 @@ fn p521_certificates_are_explained() {
 fn an_ip_address_listed_only_as_a_dns_name_is_explained() {
     let ca = TestCa::new();
     let p = Provider::start(tls_mode(ca.leaf_dns_name_only("127.0.0.1")), serve_at(WELL_KNOWN, String::new()));
-    let mut cmd = gate_for(&ca, &format!("https://127.0.0.1:{}", p.port()));
+    let mut cmd = gate_for(&ca, &issuer_at("127.0.0.1", p.port(), ""));
     cmd.arg("--once");
     let r = run(cmd);
     assert_eq!(r.code, Some(1), "{}", r.log());
@@ -309,7 +301,7 @@ fn a_required_client_certificate_is_class_tls_over_tls_1_2_and_1_3() {
             serve_at(WELL_KNOWN, String::new()),
         );
         for _ in 0..5 {
-            let mut cmd = gate_for(&ca, &format!("https://localhost:{}", p.port()));
+            let mut cmd = gate_for(&ca, &p.issuer(""));
             cmd.arg("--once");
             let r = run(cmd);
             assert_eq!(r.code, Some(1), "{}", r.log());
@@ -328,13 +320,12 @@ fn a_required_client_certificate_is_class_tls_over_tls_1_2_and_1_3() {
 fn retry_after_is_honoured_in_both_forms() {
     let ca = TestCa::new();
     for form in ["seconds", "date"] {
-        let port = free_port();
-        let iss = format!("https://localhost:{port}");
+        let slot = Reserved::new();
+        let iss = slot.issuer("");
         let doc = discovery_doc(&iss);
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         let times = seen.clone();
-        let p = Provider::start_on(
-            loopback(port),
+        let p = slot.listen(
             tls_mode(ca.leaf(&["localhost"])),
             Arc::new(move |_, n| {
                 times.lock().unwrap().push(Instant::now());
@@ -375,7 +366,7 @@ fn retry_after_never_costs_the_final_attempt() {
             body: Vec::new(),
         }),
     );
-    let mut cmd = gate_for(&ca, &format!("https://localhost:{}", p.port()));
+    let mut cmd = gate_for(&ca, &p.issuer(""));
     cmd.args(["--timeout", "2s", "--fail-closed"]);
     let r = run(cmd);
     assert_eq!(r.code, Some(1), "{}", r.log());
@@ -409,11 +400,11 @@ fn oauth2_proxy_issuer_variable_is_one_url_taken_as_it_is() {
 #[test]
 fn duplicate_issuer_members_are_ambiguous() {
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = format!("https://localhost:{port}");
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
     let doc: Value = serde_json::from_str(&discovery_doc(&iss)).unwrap();
     let body = doc.to_string().replacen('{', "{\"Issuer\":\"https://evil.test\",", 1);
-    let _p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), serve_at(WELL_KNOWN, body));
+    let _p = slot.listen(tls_mode(ca.leaf(&["localhost"])), serve_at(WELL_KNOWN, body));
     let mut cmd = gate_for(&ca, &iss);
     cmd.arg("--once");
     let r = run(cmd);
@@ -457,7 +448,7 @@ fn messages_say_what_is_actually_wrong() {
             body: vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3],
         }),
     );
-    let mut cmd = gate_for(&ca, &format!("https://localhost:{}", gz.port()));
+    let mut cmd = gate_for(&ca, &gz.issuer(""));
     cmd.arg("--once");
     let r = run(cmd);
     assert!(r.log().contains("body: the body is gzip-encoded although"), "{}", r.log());
@@ -465,19 +456,18 @@ fn messages_say_what_is_actually_wrong() {
 
     // 401 on discovery: a wrong path or a disabled issuer, not only a network policy.
     let locked = Provider::start(tls_mode(ca.leaf(&["localhost"])), Arc::new(|_, _| Reply::json(401, "{}")));
-    let mut cmd = gate_for(&ca, &format!("https://localhost:{}", locked.port()));
+    let mut cmd = gate_for(&ca, &locked.issuer(""));
     cmd.arg("--once");
     let r = run(cmd);
     assert!(r.log().contains("check the path") && r.log().contains("enabled"), "{}", r.log());
 
     // --check-jwks where only HS256 is offered: no key can ever exist.
-    let port = free_port();
-    let hs_iss = format!("https://localhost:{port}");
+    let slot = Reserved::new();
+    let hs_iss = slot.issuer("");
     let mut doc: Value = serde_json::from_str(&discovery_doc(&hs_iss)).unwrap();
     doc["id_token_signing_alg_values_supported"] = serde_json::json!(["HS256"]);
     let doc = doc.to_string();
-    let _hs = Provider::start_on(
-        loopback(port),
+    let _hs = slot.listen(
         tls_mode(ca.leaf(&["localhost"])),
         Arc::new(
             move |req, _| if req.path == WELL_KNOWN { Reply::json(200, doc.clone()) } else { Reply::json(403, "{}") },
@@ -520,10 +510,13 @@ fn require_root_tools() {
     assert!(ok, "this test needs `unshare --mount` (util-linux, run as root)");
 }
 
-fn wait_for_port(port: u16) {
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(10), "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// The port from openssl's `ACCEPT 127.0.0.1:PORT` line.
+fn accepted_port(stdout: std::process::ChildStdout) -> u16 {
+    use std::io::BufRead;
+    let line = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("ACCEPT "))
+        .expect("openssl s_server says where it listens");
+    line.rsplit(':').next().unwrap().parse().unwrap()
 }

@@ -1,26 +1,16 @@
 //! The readiness gate end to end: the real binary against a real local HTTPS provider with a
 //! throwaway CA.
 
-mod common;
-
-use common::*;
-use std::sync::Arc;
+use crate::support::*;
 use std::time::{Duration, Instant};
-
-const WELL_KNOWN: &str = "/.well-known/openid-configuration";
-
-fn issuer(port: u16) -> String {
-    format!("https://localhost:{port}")
-}
 
 #[test]
 fn ready_at_once() {
     let ca = TestCa::new();
     let (p, iss) = ready_provider(&ca, "localhost", "");
     let r = run(gate_for(&ca, &iss));
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("attempt 1: passed"), "{}", r.log());
-    assert!(r.log().contains("ready: https://localhost:"), "{}", r.log());
+    assert_exit(&r, 0);
+    assert_logged(&r, &["attempt 1: passed", "ready: https://localhost:"]);
     assert_eq!(p.count(), 1);
     assert_eq!(r.log().lines().count(), 2, "one line per attempt plus the outcome:\n{}", r.log());
 }
@@ -30,21 +20,19 @@ fn unavailable_then_ready_exits_right_after_readiness() {
     let ca = TestCa::new();
     let started = Instant::now();
     let ready_after = Duration::from_secs(2);
-    let port = free_port();
-    let iss = issuer(port);
-    let doc = discovery_doc(&iss);
-    let handler: Handler = Arc::new(move |_, _| {
-        if started.elapsed() < ready_after {
-            Reply::text(503, "<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>")
-        } else {
-            Reply::json(200, doc.clone())
-        }
+    let (p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        let doc = discovery_doc(iss);
+        reply(move |_, _| {
+            if started.elapsed() < ready_after {
+                Reply::text(503, "<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>")
+            } else {
+                Reply::json(200, doc.clone())
+            }
+        })
     });
-    let p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), handler);
     let r = run(gate_for(&ca, &iss));
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("http-status: HTTP 503"), "{}", r.log());
-    assert!(r.log().contains("503 Service Temporarily Unavailable"), "HTML summarised: {}", r.log());
+    assert_exit(&r, 0);
+    assert_logged(&r, &["http-status: HTTP 503", "503 Service Temporarily Unavailable"]);
     // The next attempt after readiness comes within one interval (1 s).
     let lag = started.elapsed().saturating_sub(ready_after);
     assert!(lag < Duration::from_millis(1_500), "exited {lag:?} after readiness\n{}", r.log());
@@ -54,20 +42,17 @@ fn unavailable_then_ready_exits_right_after_readiness() {
 #[test]
 fn refused_then_listening() {
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = issuer(port);
-    let leaf = ca.leaf(&["localhost"]);
-    let doc = discovery_doc(&iss);
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
+    let (leaf, doc) = (ca.leaf(&["localhost"]), discovery_doc(&iss));
     let starter = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1_500));
-        let started = Instant::now();
-        let p = Provider::start_on(loopback(port), tls_mode(leaf), serve_at(WELL_KNOWN, doc));
-        (p, started)
+        (slot.listen(tls_mode(leaf), serve_at(WELL_KNOWN, doc)), Instant::now())
     });
     let r = run(gate_for(&ca, &iss));
     let (_p, listening_at) = starter.join().unwrap();
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("connect: connection refused"), "{}", r.log());
+    assert_exit(&r, 0);
+    assert_logged(&r, &["connect: connection refused"]);
     let lag = listening_at.elapsed();
     assert!(lag < Duration::from_millis(500), "refused connections are retried fast; lag {lag:?}");
     let attempt_lines = r.log().lines().filter(|l| l.contains("attempt ")).count();
@@ -75,68 +60,26 @@ fn refused_then_listening() {
 }
 
 #[test]
-fn untrusted_ca_never_passes() {
-    let ca = TestCa::new();
-    let (_p, iss) = ready_provider(&ca, "localhost", "");
-    let mut cmd = gate();
-    cmd.args(["--issuer", &iss, "--timeout", "1500ms", "--fail-closed"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("tls: certificate for localhost is signed by an unknown CA"), "{}", r.log());
-    assert!(r.log().contains("--ca-file"), "{}", r.log());
-    assert!(!r.log().contains("passed"), "{}", r.log());
-    assert_within(&r, Duration::from_millis(1500));
-}
-
-#[test]
-fn wrong_host_name_never_passes() {
-    let ca = TestCa::new();
-    let port = free_port();
-    let iss = issuer(port);
-    let _p = Provider::start_on(
-        loopback(port),
-        tls_mode(ca.leaf(&["other.test"])),
-        serve_at(WELL_KNOWN, discovery_doc(&iss)),
-    );
-    let mut cmd = gate_for(&ca, &iss);
-    cmd.args(["--timeout", "1500ms", "--fail-closed"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("tls: certificate is for other.test, not localhost"), "{}", r.log());
-}
-
-#[test]
 fn issuer_mismatch_never_passes_and_shows_both_values() {
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = issuer(port);
-    let _p = Provider::start_on(
-        loopback(port),
-        tls_mode(ca.leaf(&["localhost"])),
-        serve_at(WELL_KNOWN, discovery_doc("https://sso.example.com")),
-    );
-    let mut cmd = gate_for(&ca, &iss);
-    cmd.args(["--timeout", "1500ms", "--fail-closed"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("issuer-mismatch"), "{}", r.log());
-    assert!(r.log().contains("\"https://sso.example.com\"") && r.log().contains(&format!("{iss:?}")), "{}", r.log());
-    assert!(r.log().contains("--discovery-url"), "hint: {}", r.log());
-    assert!(r.log().contains("failures by class: issuer-mismatch="), "{}", r.log());
+    let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |_| {
+        serve_at(WELL_KNOWN, discovery_doc("https://sso.example.com"))
+    });
+    let r = run_args(gate_for(&ca, &iss), &["--timeout", "1500ms", "--fail-closed"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["issuer-mismatch", "\"https://sso.example.com\"", &format!("{iss:?}"), "--discovery-url"]);
+    assert_logged(&r, &["failures by class: issuer-mismatch="]);
 }
 
 #[test]
 fn trailing_slash_is_part_of_the_issuer() {
     let ca = TestCa::new();
     let (_p, with_slash) = ready_provider(&ca, "localhost", "/application/o/app/");
-    let r = run(gate_for(&ca, &with_slash));
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&run(gate_for(&ca, &with_slash)), 0);
 
-    let mut cmd = gate_for(&ca, with_slash.trim_end_matches('/'));
-    cmd.args(["--max-attempts", "1", "--fail-closed"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("only the trailing slash differs"), "{}", r.log());
+    let r = run_args(gate_for(&ca, with_slash.trim_end_matches('/')), &["--max-attempts", "1", "--fail-closed"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["only the trailing slash differs"]);
 }
 
 /// Keycloak realm issuers under both metadata kinds: OIDC appends the well-known suffix, RFC 8414
@@ -144,68 +87,51 @@ fn trailing_slash_is_part_of_the_issuer() {
 #[test]
 fn path_issuers_under_both_metadata_kinds() {
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = format!("https://localhost:{port}/realms/demo");
-    let doc = discovery_doc(&iss);
-    let handler: Handler = Arc::new(move |req, _| match req.path.as_str() {
-        "/realms/demo/.well-known/openid-configuration" | "/.well-known/oauth-authorization-server/realms/demo" => {
-            Reply::json(200, doc.clone())
-        }
-        _ => Reply::json(404, r#"{"error":"Realm does not exist"}"#),
+    let (p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/realms/demo", |iss| {
+        let doc = discovery_doc(iss);
+        reply(move |req, _| match req.path.as_str() {
+            "/realms/demo/.well-known/openid-configuration" | "/.well-known/oauth-authorization-server/realms/demo" => {
+                Reply::json(200, doc.clone())
+            }
+            _ => Reply::json(404, r#"{"error":"Realm does not exist"}"#),
+        })
     });
-    let p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), handler);
     for kind in ["oidc", "oauth"] {
-        let mut cmd = gate_for(&ca, &iss);
-        cmd.args(["--metadata", kind, "--max-attempts", "1", "--fail-closed"]);
-        let r = run(cmd);
-        assert_eq!(r.code, Some(0), "{kind}: {}", r.log());
+        let r = run_args(gate_for(&ca, &iss), &["--metadata", kind, "--max-attempts", "1", "--fail-closed"]);
+        assert_exit(&r, 0);
     }
-    let paths: Vec<String> = p.seen.lock().unwrap().iter().map(|r| r.path.clone()).collect();
     assert_eq!(
-        paths,
+        p.paths(),
         ["/realms/demo/.well-known/openid-configuration", "/.well-known/oauth-authorization-server/realms/demo"]
     );
 
-    let with_slash = format!("{iss}/");
-    let mut cmd = gate_for(&ca, &with_slash);
-    cmd.args(["--metadata", "oauth", "--max-attempts", "1", "--fail-closed"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(1), "the document says no slash: {}", r.log());
-    assert_eq!(p.seen.lock().unwrap().last().unwrap().path, "/.well-known/oauth-authorization-server/realms/demo");
+    let r =
+        run_args(gate_for(&ca, &format!("{iss}/")), &["--metadata", "oauth", "--max-attempts", "1", "--fail-closed"]);
+    assert_exit(&r, 1);
+    assert_eq!(p.paths().last().unwrap(), "/.well-known/oauth-authorization-server/realms/demo");
 }
 
 #[test]
 fn keycloak_404_while_the_realm_is_imported_is_retried() {
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = format!("https://localhost:{port}/realms/demo");
-    let doc = discovery_doc(&iss);
-    let handler: Handler = Arc::new(move |_, n| {
-        if n < 2 { Reply::json(404, r#"{"error":"Realm does not exist"}"#) } else { Reply::json(200, doc.clone()) }
+    let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/realms/demo", |iss| {
+        let doc = discovery_doc(iss);
+        reply(move |_, n| {
+            if n < 2 { Reply::json(404, r#"{"error":"Realm does not exist"}"#) } else { Reply::json(200, doc.clone()) }
+        })
     });
-    let _p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), handler);
-    let mut cmd = gate_for(&ca, &iss);
-    cmd.args(["--interval", "200ms"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("HTTP 404") && r.log().contains("realm is imported"), "{}", r.log());
-}
-
-fn always_503(ca: &TestCa) -> Provider {
-    Provider::start(tls_mode(ca.leaf(&["localhost"])), Arc::new(|_, _| Reply::text(503, "no healthy upstream")))
+    let r = run_args(gate_for(&ca, &iss), &["--interval", "200ms"]);
+    assert_exit(&r, 0);
+    assert_logged(&r, &["HTTP 404", "realm is imported"]);
 }
 
 #[test]
 fn fails_open_at_the_deadline_by_default() {
     let ca = TestCa::new();
     let p = always_503(&ca);
-    let mut cmd = gate_for(&ca, &issuer(p.port()));
-    cmd.args(["--timeout", "2s"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("failing open"), "{}", r.log());
-    assert!(r.log().contains("last failure http-status: HTTP 503"), "{}", r.log());
-    assert!(r.log().contains("failures by class: http-status="), "{}", r.log());
+    let r = run_args(gate_for(&ca, &p.issuer("")), &["--timeout", "2s"]);
+    assert_exit(&r, 0);
+    assert_logged(&r, &["failing open", "last failure http-status: HTTP 503", "failures by class: http-status="]);
     // The final attempt is made as late as still leaves it time to run; then the gate ends.
     assert!(r.elapsed >= Duration::from_millis(1_700), "waited until the deadline: {:?}", r.elapsed);
     assert_within(&r, Duration::from_secs(2));
@@ -215,11 +141,9 @@ fn fails_open_at_the_deadline_by_default() {
 fn fails_closed_on_request() {
     let ca = TestCa::new();
     let p = always_503(&ca);
-    let mut cmd = gate_for(&ca, &issuer(p.port()));
-    cmd.args(["--timeout", "2s", "--fail-closed"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("failing closed"), "{}", r.log());
+    let r = run_args(gate_for(&ca, &p.issuer("")), &["--timeout", "2s", "--fail-closed"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["failing closed"]);
     assert_within(&r, Duration::from_secs(2));
 }
 
@@ -227,31 +151,25 @@ fn fails_closed_on_request() {
 fn max_attempts_ends_before_the_deadline() {
     let ca = TestCa::new();
     let p = always_503(&ca);
-    let mut cmd = gate_for(&ca, &issuer(p.port()));
-    cmd.args(["--max-attempts", "2", "--interval", "100ms", "--fail-closed"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
+    let r = run_args(gate_for(&ca, &p.issuer("")), &["--max-attempts", "2", "--interval", "100ms", "--fail-closed"]);
+    assert_exit(&r, 1);
     assert_eq!(p.count(), 2);
-    assert!(r.log().contains("all 2 attempt(s) used"), "{}", r.log());
+    assert_logged(&r, &["all 2 attempt(s) used"]);
 }
 
 #[test]
 fn once_prints_a_summary_or_fails_closed() {
     let ca = TestCa::new();
     let (_p, iss) = ready_provider(&ca, "localhost", "/realms/demo");
-    let mut cmd = gate_for(&ca, &iss);
-    cmd.arg("--once");
-    let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    let r = run_args(gate_for(&ca, &iss), &["--once"]);
+    assert_exit(&r, 0);
     assert!(r.stdout.contains(&format!("issuer                  {iss}\n")), "{}", r.stdout);
     assert!(r.stdout.contains("token_endpoint") && r.stdout.contains("jwks_uri"), "{}", r.stdout);
     assert!(r.stdout.contains("signing algorithms      RS256"), "{}", r.stdout);
 
     let down = always_503(&ca);
-    let mut cmd = gate_for(&ca, &issuer(down.port()));
-    cmd.arg("--once");
-    let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
+    let r = run_args(gate_for(&ca, &down.issuer("")), &["--once"]);
+    assert_exit(&r, 1);
     assert_eq!(down.count(), 1);
     assert!(r.stdout.is_empty());
     assert!(r.elapsed < Duration::from_secs(2));
@@ -275,7 +193,7 @@ fn configured_entirely_by_environment_variables() {
         .env("WAIT_FOR_IDP_TERMINATION_LOG", &log)
         .env("WAIT_FOR_IDP_QUIET", "true");
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     assert_eq!(r.log().lines().count(), 1, "--quiet keeps only the final line: {}", r.log());
     assert!(std::fs::read_to_string(&log).unwrap().starts_with("ready: "));
 
@@ -285,24 +203,22 @@ fn configured_entirely_by_environment_variables() {
         .env("WAIT_FOR_IDP_CA_FILE", ca.ca_arg())
         .env("WAIT_FOR_IDP_SKIP_ISSUER_CHECK", "no")
         .env("WAIT_FOR_IDP_MAX_ATTEMPTS", "1");
-    let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&run(cmd), 0);
 }
 
 #[test]
 fn discovery_url_fetches_elsewhere_but_expects_the_issuer() {
     let ca = TestCa::new();
-    let port = free_port();
     let public = "https://sso.example.com/realms/demo";
-    let _p = Provider::start_on(
-        loopback(port),
+    let p = Provider::start(
         tls_mode(ca.leaf(&["localhost"])),
         serve_at(&format!("/realms/demo{WELL_KNOWN}"), discovery_doc(public)),
     );
-    let mut cmd = gate_for(&ca, public);
-    cmd.args(["--discovery-url", &format!("https://localhost:{port}/realms/demo{WELL_KNOWN}"), "--once"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    let r = run_args(
+        gate_for(&ca, public),
+        &["--discovery-url", &p.issuer(&format!("/realms/demo{WELL_KNOWN}")), "--once"],
+    );
+    assert_exit(&r, 0);
 }
 
 #[test]
@@ -310,106 +226,99 @@ fn skip_issuer_check_accepts_entra_common_with_a_warning() {
     let ca = TestCa::new();
     let body = std::fs::read_to_string(fixture("entra-common.json")).unwrap();
     let p = Provider::start(tls_mode(ca.leaf(&["localhost"])), serve_at(&format!("/common/v2.0{WELL_KNOWN}"), body));
-    let iss = format!("https://localhost:{}/common/v2.0", p.port());
-    let mut cmd = gate_for(&ca, &iss);
-    cmd.args(["--once"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(1));
-    assert!(r.log().contains("{tenantid}"), "{}", r.log());
-    let mut cmd = gate_for(&ca, &iss);
-    cmd.args(["--once", "--skip-issuer-check"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("WARN") && r.log().contains("--skip-issuer-check"), "{}", r.log());
+    let iss = p.issuer("/common/v2.0");
+    let r = run_args(gate_for(&ca, &iss), &["--once"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["{tenantid}"]);
+    let r = run_args(gate_for(&ca, &iss), &["--once", "--skip-issuer-check"]);
+    assert_exit(&r, 0);
+    assert_logged(&r, &["WARN", "--skip-issuer-check"]);
 }
 
 #[test]
 fn kubernetes_api_server_document_passes_without_strict_only() {
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = issuer(port);
-    let body =
-        std::fs::read_to_string(fixture("kubernetes-sa.json")).unwrap().replace("https://issuer.example.com", &iss);
-    let _p = Provider::start_on(loopback(port), tls_mode(ca.leaf(&["localhost"])), serve_at(WELL_KNOWN, body));
-    let mut cmd = gate_for(&ca, &iss);
-    cmd.arg("--once");
-    let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("usual member(s) missing: authorization_endpoint"), "{}", r.log());
-    let mut cmd = gate_for(&ca, &iss);
-    cmd.args(["--once", "--strict"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(
-        r.log().contains("missing-field: --strict: REQUIRED member(s) missing: authorization_endpoint"),
-        "{}",
-        r.log()
-    );
+    let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        let body = std::fs::read_to_string(fixture("kubernetes-sa.json")).unwrap();
+        serve_at(WELL_KNOWN, body.replace("https://issuer.example.com", iss))
+    });
+    let r = run_args(gate_for(&ca, &iss), &["--once"]);
+    assert_exit(&r, 0);
+    assert_logged(&r, &["usual member(s) missing: authorization_endpoint"]);
+    let r = run_args(gate_for(&ca, &iss), &["--once", "--strict"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["missing-field: --strict: REQUIRED member(s) missing: authorization_endpoint"]);
 }
 
+/// Every way to get exit 2, each naming the flag or variable and the fix, credentials redacted.
 #[test]
-fn bad_values_exit_2_naming_the_flag_or_variable() {
-    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: &[Case] = &[
-        (&["--issuer", "https://h", "--timeout", "0"], &[], "--timeout: '0'"),
-        (&["--issuer", "https://h", "--timeout", "-32"], &[], "--timeout: '-32'"),
-        (&["--issuer", "https://h", "--interval", "fast"], &[], "--interval: 'fast'"),
-        (&["--issuer", "sso.example.com"], &[], "--issuer: 'sso.example.com' is not an absolute URL"),
-        (&["--issuer", "https://h/?x=1"], &[], "query"),
+fn bad_input_exits_2_naming_the_flag_or_variable_and_the_fix() {
+    let ca = TestCa::new();
+    let files = [
+        ("empty.pem", &b""[..]),
+        ("ca.der", &[0x30u8, 0x82, 0x01, 0x00][..]),
+        ("key.pem", &b"-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n"[..]),
+    ];
+    for (name, bytes) in files {
+        std::fs::write(ca.path(name), bytes).unwrap();
+    }
+    let ca_file = |name: &str| ca.path(name).display().to_string();
+    let (empty, der, key) = (ca_file("empty.pem"), ca_file("ca.der"), ca_file("key.pem"));
+    type Case<'a> = (Vec<&'a str>, &'a [(&'a str, &'a str)], &'a str);
+    let cases: Vec<Case> = vec![
+        (vec!["--issuer", "https://h", "--timeout", "0"], &[], "--timeout: '0'"),
+        (vec!["--issuer", "https://h", "--timeout", "-32"], &[], "--timeout: '-32'"),
+        (vec!["--issuer", "https://h", "--interval", "fast"], &[], "--interval: 'fast'"),
+        (vec!["--issuer", "https://h", "--attempt-timeout", "-1s"], &[], "--attempt-timeout: '-1s'"),
+        (vec!["--issuer", "https://h", "--max-attempts", "0"], &[], "--max-attempts: '0'"),
+        (vec!["--issuer", "sso.example.com"], &[], "--issuer: 'sso.example.com' is not an absolute URL"),
+        (vec!["--issuer", "not a url"], &[], "--issuer: 'not a url' is not an absolute URL"),
+        (vec!["--issuer", "ftp://h"], &[], "has the scheme 'ftp'"),
+        (vec!["--issuer", "https://h/?x=1"], &[], "query"),
+        (vec!["--issuer", "https://h#frag"], &[], "has a fragment"),
+        (vec!["--issuer", ""], &[], "--issuer: '' is empty"),
         (
-            &["--issuer", "https://h", "--ca-file", "/nonexistent.pem"],
+            vec!["--issuer", "https://h", "--ca-file", "/nonexistent.pem"],
             &[],
             "--ca-file: CA file '/nonexistent.pem' cannot be read",
         ),
+        (vec!["--issuer", "https://h", "--ca-file", &empty], &[], "is empty"),
+        (vec!["--issuer", "https://h", "--ca-file", &der], &[], "is not PEM"),
+        (vec!["--issuer", "https://h", "--ca-file", &key], &[], "no 'CERTIFICATE' block"),
+        (vec!["--issuer", "https://h", "--once", "--max-attempts", "3"], &[], "--once makes exactly one attempt"),
         (
-            &["--issuer", "https://h"],
+            vec!["--issuer", "https://h"],
             &[("WAIT_FOR_IDP_TIMEOUT", "5 minutes please")],
             "WAIT_FOR_IDP_TIMEOUT: '5 minutes please'",
         ),
-        (&[], &[], "no issuer given"),
-        (&["--issuer", "https://h", "--bogus"], &[], "unexpected argument '--bogus'"),
+        (vec!["--issuer", "https://h"], &[("WAIT_FOR_IDP_MAX_ATTEMPTS", "many")], "WAIT_FOR_IDP_MAX_ATTEMPTS: 'many'"),
+        (vec!["--issuer", "https://h"], &[("WAIT_FOR_IDP_METADATA", "saml")], "WAIT_FOR_IDP_METADATA: 'saml'"),
+        (
+            vec![],
+            &[("WAIT_FOR_IDP_ISSUER", "https://u:hunter2@h")],
+            "WAIT_FOR_IDP_ISSUER: 'https://***@h' carries credentials",
+        ),
+        (vec!["--issuer", "https://h"], &[("HTTPS_PROXY", "socks5://u:pw@p:1")], "HTTPS_PROXY: 'socks5://***@p:1'"),
+        (vec![], &[], "no issuer given"),
+        (vec!["--issuer", "https://h", "--bogus"], &[], "unexpected argument '--bogus'"),
     ];
     for (args, env, expected) in cases {
         let mut cmd = gate();
-        cmd.args(*args);
-        for (k, v) in *env {
-            cmd.env(k, v);
-        }
+        cmd.args(&args).envs(env.iter().copied());
         let r = run(cmd);
-        assert_eq!(r.code, Some(2), "{args:?}: {}", r.log());
-        assert!(r.log().contains(expected), "{args:?}: expected {expected:?} in {}", r.log());
-    }
-}
-
-#[test]
-fn empty_and_non_pem_ca_files_are_rejected() {
-    let ca = TestCa::new();
-    let empty = ca.path("empty.pem");
-    std::fs::write(&empty, "").unwrap();
-    let der = ca.path("ca.der");
-    std::fs::write(&der, [0x30u8, 0x82, 0x01, 0x00]).unwrap();
-    let key = ca.path("key.pem");
-    std::fs::write(&key, "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n").unwrap();
-    for (path, expected) in [(&empty, "is empty"), (&der, "is not PEM"), (&key, "no 'CERTIFICATE' block")] {
-        let mut cmd = gate();
-        cmd.args(["--issuer", "https://h", "--ca-file"]).arg(path);
-        let r = run(cmd);
-        assert_eq!(r.code, Some(2));
-        assert!(r.log().contains(expected), "{}", r.log());
+        assert_eq!(r.code, Some(2), "{args:?} {env:?}: {}", r.log());
+        assert!(r.log().contains(expected), "{args:?} {env:?}: expected {expected:?} in {}", r.log());
+        assert!(!r.log().contains("hunter2") && !r.log().contains(":pw@"), "{}", r.log());
     }
 }
 
 #[test]
 fn help_and_version() {
-    let mut cmd = gate();
-    cmd.arg("--help");
-    let r = run(cmd);
-    assert_eq!(r.code, Some(0));
+    let r = run_args(gate(), &["--help"]);
+    assert_exit(&r, 0);
     assert!(r.stdout.contains("[env: WAIT_FOR_IDP_TIMEOUT]") && r.stdout.contains("Exit codes"), "{}", r.stdout);
-    let mut cmd = gate();
-    cmd.arg("--version");
-    let r = run(cmd);
-    assert_eq!(r.code, Some(0));
+    let r = run_args(gate(), &["--version"]);
+    assert_exit(&r, 0);
     assert!(r.stdout.starts_with("wait-for-idp "));
 }
 
@@ -418,17 +327,14 @@ fn termination_log_gets_the_outcome() {
     let ca = TestCa::new();
     let p = always_503(&ca);
     let log = ca.path("termination-log");
-    let mut cmd = gate_for(&ca, &issuer(p.port()));
+    let mut cmd = gate_for(&ca, &p.issuer(""));
     cmd.args(["--timeout", "1s", "--termination-log"]).arg(&log);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(0));
+    assert_exit(&run(cmd), 0);
     let line = std::fs::read_to_string(&log).unwrap();
     assert!(line.starts_with("failing open: not ready: https://localhost:"), "{line}");
     assert!(line.contains("last failure: http-status"), "{line}");
 
-    let mut cmd = gate_for(&ca, &issuer(p.port()));
-    cmd.args(["--once", "--termination-log", "/nonexistent-dir/log"]);
-    let r = run(cmd);
+    let r = run_args(gate_for(&ca, &p.issuer("")), &["--once", "--termination-log", "/nonexistent-dir/log"]);
     assert_eq!(r.code, Some(1), "an unwritable log is skipped: {}", r.log());
 }
 
@@ -441,7 +347,7 @@ fn sigterm_as_pid_1_ends_the_wait_promptly() {
     let p = always_503(&ca);
     let log = ca.path("termination-log");
     let mut cmd = std::process::Command::new("unshare");
-    cmd.args(["--pid", "--fork", "--mount-proc", "--kill-child", bin(), "--issuer", &issuer(p.port())])
+    cmd.args(["--pid", "--fork", "--mount-proc", "--kill-child", bin(), "--issuer", &p.issuer("")])
         .args(["--ca-file", &ca.ca_arg(), "--timeout", "60s", "--termination-log"])
         .arg(&log)
         .env_clear()

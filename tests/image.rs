@@ -2,9 +2,7 @@
 //! the Dockerfile's final stage with buildah and run with podman. These need root, buildah, podman
 //! and runc, which the test command (.ci/test) installs; they fail, not skip, without them.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -180,7 +178,8 @@ fn image_passes_against_a_ready_provider() {
 #[test]
 fn image_fails_open_then_closed_when_the_provider_is_down() {
     let ca = TestCa::new();
-    let iss = format!("https://localhost:{}", free_port());
+    let closed = Reserved::new();
+    let iss = closed.issuer("");
     let r = run_image(&ca, &["--issuer", &iss, "--timeout", "2s"]);
     assert_eq!(r.code, Some(0), "{}", r.log());
     assert!(r.log().contains("failing open") && r.log().contains("timeout of 2.00s used up"), "{}", r.log());

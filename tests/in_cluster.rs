@@ -1,15 +1,11 @@
 //! In-cluster realities: --connect-to, bearer tokens, JWKS, several issuers, flapping providers,
 //! oauth2-proxy's variables and JSON output, against the local TLS provider.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-const WELL_KNOWN: &str = "/.well-known/openid-configuration";
 
 fn jwks_body() -> String {
     std::fs::read_to_string(fixture("keycloak-mafiasi.jwks.json")).unwrap()
@@ -52,14 +48,13 @@ fn bearer_token_goes_to_the_discovery_origin_only_and_is_never_printed() {
 
     // The JWKS lives on another origin (another port): it must never see the token.
     let keys = Provider::start(tls_mode(ca.leaf(&["localhost"])), Arc::new(|_, _| Reply::json(200, jwks_body())));
-    let port = free_port();
-    let iss = format!("https://localhost:{port}");
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
     let mut doc: Value = serde_json::from_str(&discovery_doc(&iss)).unwrap();
-    doc["jwks_uri"] = Value::String(format!("https://localhost:{}/keys", keys.port()));
+    doc["jwks_uri"] = Value::String(keys.issuer("/keys"));
     let doc = doc.to_string();
     let expected = format!("Bearer {secret}");
-    let api = Provider::start_on(
-        loopback(port),
+    let api = slot.listen(
         tls_mode(ca.leaf(&["localhost"])),
         Arc::new(move |req, _| {
             if req.header("authorization") == Some(expected.as_str()) {
@@ -90,11 +85,10 @@ fn token_file_is_reread_on_every_attempt() {
     let ca = TestCa::new();
     let token_file = ca.path("token");
     std::fs::write(&token_file, "old-token").unwrap();
-    let port = free_port();
-    let iss = format!("https://localhost:{port}");
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
     let doc = discovery_doc(&iss);
-    let p = Provider::start_on(
-        loopback(port),
+    let p = slot.listen(
         tls_mode(ca.leaf(&["localhost"])),
         Arc::new(move |req, _| match req.header("authorization") {
             Some("Bearer new-token") => Reply::json(200, doc.clone()),
@@ -122,13 +116,12 @@ fn token_file_is_reread_on_every_attempt() {
 #[test]
 fn empty_or_failing_jwks_is_not_ready() {
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = format!("https://localhost:{port}");
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
     let doc = discovery_doc(&iss);
     let jwks_calls = Arc::new(AtomicUsize::new(0));
     let calls = jwks_calls.clone();
-    let _p = Provider::start_on(
-        loopback(port),
+    let _p = slot.listen(
         tls_mode(ca.leaf(&["localhost"])),
         Arc::new(move |req, _| {
             if req.path == WELL_KNOWN {
@@ -160,13 +153,13 @@ fn empty_or_failing_jwks_is_not_ready() {
 fn several_issuers_all_must_be_ready_one_late() {
     let ca = TestCa::new();
     let started = Instant::now();
-    let never_iss = format!("https://localhost:{}", free_port());
+    let closed = Reserved::new();
+    let never_iss = closed.issuer("");
     let (_a, iss_a) = ready_provider(&ca, "localhost", "");
-    let port_b = free_port();
-    let iss_b = format!("https://localhost:{port_b}/realms/late");
+    let slot_b = Reserved::new();
+    let iss_b = slot_b.issuer("/realms/late");
     let doc_b = discovery_doc(&iss_b);
-    let _b = Provider::start_on(
-        loopback(port_b),
+    let _b = slot_b.listen(
         tls_mode(ca.leaf(&["localhost"])),
         Arc::new(move |_, _| {
             if started.elapsed() < Duration::from_millis(1500) {
@@ -225,12 +218,11 @@ fn several_issuers_all_must_be_ready_one_late() {
 #[test]
 fn flapping_provider_needs_consecutive_successes() {
     let ca = TestCa::new();
-    let port = free_port();
-    let iss = format!("https://localhost:{port}");
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
     let doc = discovery_doc(&iss);
     // A rolling restart: good, bad, good, good, bad, then steady.
-    let p = Provider::start_on(
-        loopback(port),
+    let p = slot.listen(
         tls_mode(ca.leaf(&["localhost"])),
         Arc::new(
             move |_, n| if n == 1 || n == 4 { Reply::text(502, "bad gateway") } else { Reply::json(200, doc.clone()) },
@@ -289,7 +281,8 @@ fn json_output_parses_and_matches_the_outcome() {
     assert_eq!(i["jwks_keys"], Value::Null, "not fetched without --check-jwks");
 
     let mut cmd = gate();
-    cmd.args(["--issuer", &format!("https://localhost:{}", free_port()), "--timeout", "1s", "--output", "json"]);
+    let closed = Reserved::new();
+    cmd.args(["--issuer", &closed.issuer(""), "--timeout", "1s", "--output", "json"]);
     let r = run(cmd);
     assert_eq!(r.code, Some(0));
     let json: Value = serde_json::from_str(r.stdout.trim()).unwrap();

@@ -1,12 +1,13 @@
 // A certified OpenID Provider (panva/oidc-provider) over HTTPS on loopback, for the peer tests.
-// Environment: PEER_ISSUER (exact issuer), PEER_PORT, PEER_CERT and PEER_KEY (PEM files),
-// PEER_DELAY_MS (wait before listening: a cold start). Prints "listening" once it serves.
+// Environment: PEER_ISSUER (exact issuer), PEER_FD (a bound, not yet listening socket inherited
+// from the test, which reserved its port), PEER_CERT and PEER_KEY (PEM files), PEER_DELAY_MS
+// (wait before listening: a cold start). Prints "listening" once it serves.
 import { createServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import Provider from 'oidc-provider';
 
 const issuer = process.env.PEER_ISSUER;
-const port = Number(process.env.PEER_PORT);
+const fd = Number(process.env.PEER_FD);
 const delay = Number(process.env.PEER_DELAY_MS || 0);
 
 const provider = new Provider(issuer, {
@@ -29,8 +30,8 @@ const handler = (req, res) => {
 
 setTimeout(() => {
   const server = createServer({ cert: readFileSync(process.env.PEER_CERT), key: readFileSync(process.env.PEER_KEY) }, handler);
-  // Bind loopback only: provider.listen() would bind every interface.
-  server.listen(port, '127.0.0.1', () => console.log('listening'));
+  // The socket is bound to loopback by the test; provider.listen() would bind every interface.
+  server.listen({ fd }, () => console.log('listening'));
 }, delay);
 
 process.on('SIGTERM', () => process.exit(0));

@@ -1,8 +1,6 @@
 //! The document rules over real providers' documents (tests/fixtures, see SOURCES.md there).
 
-mod common;
-
-use common::fixture;
+use crate::support::fixture;
 use wait_for_idp::discovery::{DocumentProblem, MetadataKind, Rules, validate_document, well_known_url};
 
 fn doc(name: &str) -> (Vec<u8>, String) {

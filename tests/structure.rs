@@ -1,0 +1,315 @@
+//! The code's own shape, checked like behaviour: the layering written in `src/lib.rs` holds (no
+//! import points to a later layer, no cycle), no function outside tests runs over 80 lines,
+//! every declared dependency is used, and the README's flag table lists what `--help` offers.
+
+use crate::support::{bin, gate};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The top-level module a file in `src/` belongs to: `src/config/inputs.rs` → `config`.
+fn module_of(path: &Path) -> String {
+    let rel = path.strip_prefix(root().join("src")).unwrap();
+    let first = rel.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// The layers as `src/lib.rs` states them: lines `//! N. a, b — what`.
+fn layers() -> BTreeMap<String, usize> {
+    let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap();
+    let mut layers = BTreeMap::new();
+    for line in lib.lines().filter_map(|l| l.strip_prefix("//! ")) {
+        let Some((number, rest)) = line.split_once(". ") else { continue };
+        let Ok(number) = number.parse::<usize>() else { continue };
+        let names = rest.split(" — ").next().unwrap();
+        for name in names.split(',') {
+            layers.insert(name.trim().to_string(), number);
+        }
+    }
+    assert!(layers.len() > 5, "src/lib.rs states no layering");
+    layers
+}
+
+/// The crate modules a file refers to (`crate::name`).
+fn crate_references(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("crate::") {
+        let after = &rest[i + 7..];
+        let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if name.is_empty() {
+            // `use crate::{a, b}`
+            if let Some(group) = after.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                for item in group[..end].split(',') {
+                    let item = item.trim().split("::").next().unwrap_or("").trim();
+                    if !item.is_empty() {
+                        found.insert(item.to_string());
+                    }
+                }
+            }
+        } else {
+            found.insert(name);
+        }
+        rest = after;
+    }
+    found
+}
+
+#[test]
+fn imports_follow_the_stated_layers_and_form_no_cycle() {
+    let layers = layers();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in rust_files(&root().join("src")) {
+        let module = module_of(&file);
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let own = *layers.get(&module).unwrap_or_else(|| panic!("module {module} is in no layer of src/lib.rs"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        for used in crate_references(&text) {
+            if used == module {
+                continue;
+            }
+            let theirs =
+                *layers.get(&used).unwrap_or_else(|| panic!("{} uses crate::{used}, in no layer", file.display()));
+            assert!(
+                theirs <= own,
+                "{} (layer {own}) uses crate::{used} (layer {theirs}): an import points to a later layer",
+                file.display()
+            );
+            edges.entry(module.clone()).or_default().insert(used);
+        }
+    }
+    // No cycle, within a layer or across: a depth-first search finds no back edge.
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+    ) {
+        match state.get(node) {
+            Some(2) => return,
+            Some(1) => panic!("import cycle: {} -> {node}", path.join(" -> ")),
+            _ => {}
+        }
+        state.insert(node.to_string(), 1);
+        path.push(node.to_string());
+        for next in edges.get(node).into_iter().flatten() {
+            visit(next, edges, state, path);
+        }
+        path.pop();
+        state.insert(node.to_string(), 2);
+    }
+    let mut state = BTreeMap::new();
+    for node in edges.keys() {
+        visit(node, &edges, &mut state, &mut Vec::new());
+    }
+}
+
+/// Source text with string and char literals and comments blanked out, so that counting braces
+/// counts only code.
+fn code_only(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == 'r' && (next == Some('"') || next == Some('#')) && !prev_is_ident(&chars, i) {
+            let hashes = chars[i + 1..].iter().take_while(|c| **c == '#').count();
+            if chars.get(i + 1 + hashes) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            i += 2 + hashes;
+            while i < chars.len() && !(chars[i] == '"' && chars[i + 1..].iter().take(hashes).all(|c| *c == '#')) {
+                out.push(if chars[i] == '\n' { '\n' } else { ' ' });
+                i += 1;
+            }
+            i += 1 + hashes;
+        } else if c == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                if chars[i] == '\\' {
+                    i += 1;
+                }
+                out.push(if chars.get(i) == Some(&'\n') { '\n' } else { ' ' });
+                i += 1;
+            }
+            i += 1;
+        } else if c == '\'' && next == Some('\\') {
+            i += 2;
+            while i < chars.len() && chars[i] != '\'' {
+                i += 1;
+            }
+            i += 1;
+        } else if c == '\'' && chars.get(i + 2) == Some(&'\'') {
+            i += 3;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn prev_is_ident(chars: &[char], i: usize) -> bool {
+    i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_')
+}
+
+/// `(name, first line, lines)` of every function with a body, outside `#[cfg(test)]` modules.
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let code = code_only(text);
+    let lines: Vec<&str> = code.lines().collect();
+    let mut found = Vec::new();
+    let mut test_module_until: Option<usize> = None;
+    for (n, line) in lines.iter().enumerate() {
+        if test_module_until.is_some_and(|end| n <= end) {
+            continue;
+        }
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#[cfg(test)]") {
+            if let Some(end) = block_end(&lines, n + 1) {
+                test_module_until = Some(end);
+            }
+            continue;
+        }
+        let item = trimmed.trim_start_matches("pub(crate) ").trim_start_matches("pub ").trim_start_matches("const ");
+        let Some(rest) = item.strip_prefix("fn ") else { continue };
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if let Some(end) = block_end(&lines, n) {
+            found.push((name, n + 1, end - n + 1));
+        }
+    }
+    found
+}
+
+/// The line where the block opened at or after line `start` closes; `None` if a `;` ends the
+/// item first (a declaration without a body).
+fn block_end(lines: &[&str], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut opened = false;
+    for (n, line) in lines.iter().enumerate().skip(start) {
+        for c in line.chars() {
+            match c {
+                '{' => {
+                    depth += 1;
+                    opened = true;
+                }
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if opened && depth == 0 {
+                        return Some(n);
+                    }
+                }
+                ';' if !opened => return None,
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_function_outside_tests_runs_over_80_lines() {
+    let mut long = Vec::new();
+    for file in rust_files(&root().join("src")) {
+        if file.ends_with("config/tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (name, line, length) in functions(&text) {
+            if length > 80 {
+                long.push(format!("{}:{line} fn {name}: {length} lines", file.display()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "functions over 80 lines:\n{}", long.join("\n"));
+}
+
+#[test]
+fn the_function_counter_counts() {
+    let text = "fn a() {\n let s = \"}}}\";\n let c = '}';\n // }\n}\n\n#[cfg(test)]\nmod tests {\n fn b() {\n }\n}\nfn c<'x>(v: &'x str) -> &'x str {\n v\n}\n";
+    assert_eq!(functions(text), [("a".to_string(), 1, 5), ("c".to_string(), 12, 3)]);
+}
+
+/// Names under `[section]` in Cargo.toml, as Rust spells them.
+fn dependencies(section: &str) -> Vec<String> {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let mut names = Vec::new();
+    let mut inside = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line == section;
+            continue;
+        }
+        if inside && !line.is_empty() && !line.starts_with('#') {
+            if let Some((name, _)) = line.split_once('=') {
+                names.push(name.trim().replace('-', "_"));
+            }
+        }
+    }
+    names
+}
+
+fn uses(text: &str, name: &str) -> bool {
+    [format!("{name}::"), format!("use {name}"), format!("extern crate {name}")]
+        .iter()
+        .any(|p| text.contains(p.as_str()))
+}
+
+#[test]
+fn every_dependency_is_used() {
+    let all = |dir: &str| -> String {
+        rust_files(&root().join(dir)).iter().map(|f| std::fs::read_to_string(f).unwrap()).collect()
+    };
+    let (src, tests) = (all("src"), all("tests"));
+    for name in dependencies("[dependencies]") {
+        assert!(uses(&src, &name), "dependency {name} is declared but src/ never uses it");
+    }
+    for name in dependencies("[dev-dependencies]") {
+        assert!(uses(&tests, &name) || uses(&src, &name), "dev-dependency {name} is declared but never used");
+    }
+}
+
+#[test]
+fn the_readme_flag_table_lists_every_flag_and_variable() {
+    let mut cmd = gate();
+    cmd.arg("--help");
+    let help = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let table: String = readme.lines().filter(|l| l.starts_with("| `-")).collect::<Vec<_>>().join("\n");
+    let words = |text: &str, prefix: &str| -> BTreeSet<String> {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_'))
+            .filter(|w| w.starts_with(prefix) && w.len() > prefix.len())
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(words(&help, "--"), words(&table, "--"), "flags in --help vs the README's flag table ({})", bin());
+    assert_eq!(words(&help, "WAIT_FOR_IDP_"), words(&table, "WAIT_FOR_IDP_"), "variables in --help vs the README");
+}

@@ -1,0 +1,144 @@
+//! A throwaway PKI made at test time: a CA, leaves for given names and dates, and the odd
+//! certificates real deployments carry (self-signed, `CA:TRUE`, an IP written as a DNS name).
+
+use super::provider::Mode;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub type Chain = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
+
+/// A certificate authority that exists only for one test.
+pub struct TestCa {
+    pub dir: tempfile::TempDir,
+    /// PEM of the CA certificate, for --ca-file.
+    pub pem_path: PathBuf,
+    issuer: Issuer<'static, KeyPair>,
+    der: CertificateDer<'static>,
+}
+
+impl TestCa {
+    pub fn new() -> TestCa {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, "wait-for-idp test CA");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let cert = params.self_signed(&key).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let pem_path = dir.path().join("ca.pem");
+        std::fs::write(&pem_path, cert.pem()).unwrap();
+        let der = cert.der().clone();
+        TestCa { dir, pem_path, issuer: Issuer::new(params, key), der }
+    }
+
+    pub fn ca_arg(&self) -> String {
+        self.pem_path.display().to_string()
+    }
+
+    /// A leaf certificate for `names`, valid now.
+    pub fn leaf(&self, names: &[&str]) -> Chain {
+        self.leaf_valid(names, (2020, 1, 1), (2090, 1, 1))
+    }
+
+    /// A leaf valid between two dates (year, month, day), e.g. one that has expired.
+    pub fn leaf_valid(&self, names: &[&str], not_before: (i32, u8, u8), not_after: (i32, u8, u8)) -> Chain {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
+        params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (
+            vec![cert.der().clone(), self.der.clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+    }
+
+    /// A leaf that lists `name` as a DNS name only, even when it is an IP address (a common
+    /// mistake: `DNS:127.0.0.1` instead of `IP:127.0.0.1`).
+    pub fn leaf_dns_name_only(&self, name: &str) -> Chain {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.subject_alt_names = vec![rcgen::SanType::DnsName(name.try_into().unwrap())];
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (
+            vec![cert.der().clone(), self.der.clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+    }
+
+    /// A leaf for `names` written as PEM files (certificate chain, key), for peers that read files.
+    pub fn leaf_pem_files(&self, names: &[&str]) -> (PathBuf, PathBuf) {
+        let key = KeyPair::generate().unwrap();
+        let params = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let (cert_path, key_path) = (self.path("leaf.pem"), self.path("leaf.key"));
+        std::fs::write(&cert_path, cert.pem()).unwrap();
+        std::fs::write(&key_path, key.serialize_pem()).unwrap();
+        (cert_path, key_path)
+    }
+
+    /// A file path inside the test's directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// A self-signed certificate for `names` marked `CA:TRUE`, as `openssl req -x509` makes it, valid
+/// between two dates: the server's chain, and its PEM written to `dir` for `--ca-file`.
+pub fn self_signed_ca_cert(
+    dir: &Path,
+    names: &[&str],
+    not_before: (i32, u8, u8),
+    not_after: (i32, u8, u8),
+) -> (Chain, PathBuf) {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
+    params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+    let cert = params.self_signed(&key).unwrap();
+    let pem = dir.join(format!("self-signed-ca-{}.pem", names.join("-")));
+    std::fs::write(&pem, cert.pem()).unwrap();
+    ((vec![cert.der().clone()], PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()))), pem)
+}
+
+/// A TLS server that requires a client certificate signed by `ca` (mutual TLS), optionally
+/// speaking TLS 1.2 only.
+pub fn tls_mode_requiring_client_cert(chain: Chain, ca: &TestCa, tls12_only: bool) -> Mode {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der.clone()).unwrap();
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build().unwrap();
+    let versions: &[&rustls::SupportedProtocolVersion] =
+        if tls12_only { &[&rustls::version::TLS12] } else { rustls::DEFAULT_VERSIONS };
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain.0, chain.1)
+        .unwrap();
+    Mode::Tls(Arc::new(config))
+}
+
+/// A TLS server with this certificate chain.
+pub fn tls_mode(chain: Chain) -> Mode {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain.0, chain.1)
+        .unwrap();
+    Mode::Tls(Arc::new(config))
+}
+
+/// A self-signed leaf, as an ingress shows before its real certificate is issued.
+pub fn self_signed(names: &[&str]) -> Chain {
+    let key = KeyPair::generate().unwrap();
+    let params = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    (vec![cert.der().clone()], PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())))
+}

@@ -1,0 +1,16 @@
+//! The integration suite, one crate (one link step), as ripgrep arranges its tests: the real
+//! binary against real local providers with a CA made at test time, the document rules over
+//! real providers' documents, property tests, and the shape of the code itself.
+
+mod support;
+
+mod documents;
+mod faults;
+mod field;
+mod fuzz_seeds;
+mod gate;
+mod image;
+mod in_cluster;
+mod peer;
+mod properties;
+mod structure;
