@@ -18,9 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use ureq::Agent;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{
-    ConnectProxyConnector, ConnectionDetails, Connector, NextTimeout, TcpConnector, Transport,
-};
+use ureq::unversioned::transport::{ConnectProxyConnector, Connector, NextTimeout, TcpConnector};
 
 /// Largest body accepted. Real discovery documents are 1-10 KiB; anything near this is a
 /// misbehaving server, and reading on would only delay the verdict.
@@ -162,34 +160,21 @@ impl Resolver for GateResolver {
         };
         let name = url::bare_host(target.host().unwrap_or("?")).to_string();
         self.progress.enter(Stage::Resolving, &name);
-        self.inner.resolve(&target, config, timeout).map_err(|e| match e {
+        let addrs = self.inner.resolve(&target, config, timeout).map_err(|e| match e {
             ureq::Error::Timeout(_) => e,
             ureq::Error::HostNotFound => dns_error(&name, format!("no address{via}")),
             ureq::Error::Io(io) => dns_error(&name, format!("{io}{via}")),
             other => dns_error(&name, format!("{other}{via}")),
-        })
+        })?;
+        // The connectors come next; the TLS connector, last in the chain, records the stages
+        // after the TCP connection.
+        self.progress.enter(Stage::Connecting, &name);
+        Ok(addrs)
     }
 }
 
 fn dns_error(host: &str, detail: String) -> ureq::Error {
     ureq::Error::Io(io::Error::other(DnsFailure { host: host.to_string(), detail }))
-}
-
-/// Records a stage when a connection reaches it in the connector chain, and passes the
-/// connection on unchanged.
-#[derive(Debug)]
-struct StageMark {
-    stage: Stage,
-    progress: Arc<Progress>,
-}
-
-impl<In: Transport> Connector<In> for StageMark {
-    type Out = In;
-
-    fn connect(&self, details: &ConnectionDetails, chained: Option<In>) -> Result<Option<In>, ureq::Error> {
-        self.progress.enter(self.stage, url::bare_host(details.uri.host().unwrap_or("?")));
-        Ok(chained)
-    }
 }
 
 /// Fetches documents. Each fetch gets an agent of its own, wired to its [`Progress`];
@@ -216,13 +201,10 @@ impl HttpClient {
     }
 
     fn agent(&self, progress: &Arc<Progress>) -> Agent {
-        let mark = |stage| StageMark { stage, progress: progress.clone() };
         let connector =
-            ().chain(mark(Stage::Connecting))
-                .chain(ConnectProxyConnector::default())
+            ().chain(ConnectProxyConnector::default())
                 .chain(TcpConnector::default())
-                .chain(TlsConnector::new(self.tls.clone(), progress.clone()))
-                .chain(mark(Stage::AwaitingResponse));
+                .chain(TlsConnector::new(self.tls.clone(), progress.clone()));
         let resolver = GateResolver {
             inner: DefaultResolver::default(),
             connect_to: self.connect_to.clone(),

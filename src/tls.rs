@@ -242,10 +242,12 @@ impl<In: Transport> Connector<In> for TlsConnector {
 
     fn connect(&self, details: &ConnectionDetails, chained: Option<In>) -> Result<Option<Self::Out>, ureq::Error> {
         let Some(transport) = chained else { return Ok(None) };
+        let host = crate::url::bare_host(details.uri.host().unwrap_or_default());
         if !details.needs_tls() || transport.is_tls() {
+            // Last in the chain: the connection is made, the request goes out next.
+            self.progress.enter(Stage::AwaitingResponse, host);
             return Ok(Some(Either::A(transport)));
         }
-        let host = crate::url::bare_host(details.uri.host().unwrap_or_default());
         self.progress.enter(Stage::TlsHandshake, host);
         let name = ServerName::try_from(host.to_string())
             .map_err(|_| ureq::Error::Tls("the host is not a valid TLS server name"))?;
@@ -260,6 +262,7 @@ impl<In: Transport> Connector<In> for TlsConnector {
                 None => ureq::Error::from(e),
             });
         }
+        self.progress.enter(Stage::AwaitingResponse, host);
         let buffers = LazyBuffers::new(details.config.input_buffer_size(), details.config.output_buffer_size());
         Ok(Some(Either::B(TlsTransport { buffers, stream: StreamOwned { conn, sock } })))
     }
