@@ -100,8 +100,12 @@ fn install_signal_handlers(tx: Sender<Event>) -> anyhow::Result<()> {
 fn launch(config: &Arc<Config>, proxies: ProxySettings, started: Instant, tx: Sender<Event>) -> anyhow::Result<()> {
     let tls = TlsSettings::new(&config.extra_roots).context("cannot set up TLS verification")?;
     let client = Arc::new(HttpClient::new(tls, proxies, config.connect_to.clone()));
-    let checks =
-        Arc::new(Checks { rules: config.rules, check_jwks: config.check_jwks, token_file: config.token_file.clone() });
+    let checks = Arc::new(Checks {
+        rules: config.rules,
+        check_jwks: config.check_jwks,
+        jwks_url: config.jwks_url.clone(),
+        token_file: config.token_file.clone(),
+    });
     let schedule = Schedule {
         deadline: started + config.timeout,
         interval: config.interval,
@@ -110,7 +114,7 @@ fn launch(config: &Arc<Config>, proxies: ProxySettings, started: Instant, tx: Se
         successes: config.successes,
     };
     for (index, target) in config.targets.iter().cloned().enumerate() {
-        let label = report::label(config, &target.issuer);
+        let label = report::label(config, &target);
         let (interval, tx) = (config.interval, tx.clone());
         let prober = Prober::new(client.clone(), target, checks.clone());
         std::thread::Builder::new()

@@ -57,14 +57,21 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "URL")]
     pub(crate) issuer: Vec<String>,
 
+    /// Protected resource (an MCP server) to wait for end to end (RFC 9728): its metadata names
+    /// it exactly and lists authorization servers, each ready by auto discovery. Repeatable;
+    /// --issuer is then optional
+    #[arg(long, value_name = "URL")]
+    pub(crate) resource: Vec<String>,
+
     /// Fetch the metadata from this URL instead of the derived one (e.g. an in-cluster service),
     /// still expecting --issuer in the document
     #[arg(long, value_name = "URL")]
     pub(crate) discovery_url: Option<String>,
 
-    /// Metadata kind: oidc (/.well-known/openid-configuration, appended) or oauth (RFC 8414,
-    /// /.well-known/oauth-authorization-server inserted after the host)
-    #[arg(long, value_name = "oidc|oauth")]
+    /// Metadata kind for --issuer: oidc (/.well-known/openid-configuration, appended), oauth
+    /// (RFC 8414, /.well-known/oauth-authorization-server inserted after the host) or auto (the
+    /// MCP order: RFC 8414, then OIDC inserted, then OIDC appended)
+    #[arg(long, value_name = "oidc|oauth|auto")]
     pub(crate) metadata: Option<String>,
 
     /// Accept a document whose issuer differs (Entra ID 'common'); logged as a warning
@@ -125,6 +132,12 @@ pub(crate) struct Cli {
     #[arg(long)]
     pub(crate) check_jwks: bool,
 
+    /// Fetch the keys from this URL instead of the document's jwks_uri, e.g. the API server's
+    /// https://kubernetes.default.svc/openid/v1/jwks; implies --check-jwks, and --token-file is
+    /// sent here too
+    #[arg(long, value_name = "URL")]
+    pub(crate) jwks_url: Option<String>,
+
     /// Consecutive passing attempts required, for providers that flap during a rolling restart
     #[arg(long, allow_hyphen_values = true, value_name = "N")]
     pub(crate) successes: Option<String>,
@@ -147,6 +160,7 @@ pub(crate) struct Cli {
 /// help text and the configuration both read it.
 pub(crate) const ENV_VARS: &[(&str, &str)] = &[
     ("issuer", "WAIT_FOR_IDP_ISSUER"),
+    ("resource", "WAIT_FOR_IDP_RESOURCE"),
     ("discovery_url", "WAIT_FOR_IDP_DISCOVERY_URL"),
     ("metadata", "WAIT_FOR_IDP_METADATA"),
     ("skip_issuer_check", "WAIT_FOR_IDP_SKIP_ISSUER_CHECK"),
@@ -161,6 +175,7 @@ pub(crate) const ENV_VARS: &[(&str, &str)] = &[
     ("connect_to", "WAIT_FOR_IDP_CONNECT_TO"),
     ("token_file", "WAIT_FOR_IDP_TOKEN_FILE"),
     ("check_jwks", "WAIT_FOR_IDP_CHECK_JWKS"),
+    ("jwks_url", "WAIT_FOR_IDP_JWKS_URL"),
     ("successes", "WAIT_FOR_IDP_SUCCESSES"),
     ("output", "WAIT_FOR_IDP_OUTPUT"),
     ("quiet", "WAIT_FOR_IDP_QUIET"),

@@ -6,27 +6,64 @@
 //! parsing and re-serialising a URL would turn `https://h` into `https://h/` and pass a document
 //! that the real client then rejects.
 
-use crate::config::Target;
 pub use crate::config::{MetadataKind, Rules};
 use crate::url;
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// The metadata URL for an issuer, by the chosen specification.
+const OIDC_SUFFIX: &str = "/.well-known/openid-configuration";
+const OAUTH_SUFFIX: &str = "/.well-known/oauth-authorization-server";
+
+/// The metadata URL for an issuer by one specification.
 ///
 /// OIDC Discovery §4.1: remove one terminating `/`, append `/.well-known/openid-configuration`.
 /// RFC 8414 §3.1: remove one terminating `/`, insert `/.well-known/oauth-authorization-server`
-/// between the host and the path. The issuer must have passed [`url::check_issuer`].
+/// between the host and the path. The issuer must have passed [`url::check_issuer`]. For `auto`,
+/// the first of [`candidates`].
 pub fn well_known_url(issuer: &str, kind: MetadataKind) -> String {
     match kind {
-        MetadataKind::Oidc => url::append_well_known(issuer, "/.well-known/openid-configuration"),
-        MetadataKind::OAuth => url::insert_well_known(issuer, "/.well-known/oauth-authorization-server"),
+        MetadataKind::Oidc => url::append_well_known(issuer, OIDC_SUFFIX),
+        MetadataKind::OAuth => url::insert_well_known(issuer, OAUTH_SUFFIX),
+        MetadataKind::Auto => url::insert_well_known(issuer, OAUTH_SUFFIX),
     }
 }
 
-/// Where a target's metadata is fetched from: `--discovery-url` if given, else the well-known URL.
-pub(crate) fn metadata_url(target: &Target, kind: MetadataKind) -> String {
-    target.discovery_url.clone().unwrap_or_else(|| well_known_url(&target.issuer, kind))
+/// One place a metadata document may live, and the specification it is judged by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Candidate {
+    pub(crate) url: String,
+    /// `Oidc` or `OAuth`, never `Auto`.
+    pub(crate) spec: MetadataKind,
+}
+
+/// Where to look for an issuer's metadata, in order.
+///
+/// `oidc` and `oauth` have one URL each. `auto` follows the MCP authorization specification
+/// (2025-11-25, "Authorization Server Metadata Discovery"), as MCP clients do: for an issuer with
+/// a path, RFC 8414 inserted, OIDC inserted, OIDC appended; without one, RFC 8414, then OIDC. A
+/// `--discovery-url` is the one URL, judged by RFC 8414 if it is an RFC 8414 location.
+pub(crate) fn candidates(issuer: &str, kind: MetadataKind, discovery_url: Option<&str>) -> Vec<Candidate> {
+    let at = |url: String, spec| Candidate { url, spec };
+    if let Some(fixed) = discovery_url {
+        let spec = match kind {
+            MetadataKind::Auto if fixed.contains(OAUTH_SUFFIX) => MetadataKind::OAuth,
+            MetadataKind::Auto => MetadataKind::Oidc,
+            other => other,
+        };
+        return vec![at(fixed.to_string(), spec)];
+    }
+    match kind {
+        MetadataKind::Oidc | MetadataKind::OAuth => vec![at(well_known_url(issuer, kind), kind)],
+        MetadataKind::Auto if url::has_path(issuer) => vec![
+            at(url::insert_well_known(issuer, OAUTH_SUFFIX), MetadataKind::OAuth),
+            at(url::insert_well_known(issuer, OIDC_SUFFIX), MetadataKind::Oidc),
+            at(url::append_well_known(issuer, OIDC_SUFFIX), MetadataKind::Oidc),
+        ],
+        MetadataKind::Auto => vec![
+            at(url::root_well_known(issuer, OAUTH_SUFFIX), MetadataKind::OAuth),
+            at(url::root_well_known(issuer, OIDC_SUFFIX), MetadataKind::Oidc),
+        ],
+    }
 }
 
 /// Why a fetched body is not a usable metadata document.
@@ -228,7 +265,7 @@ fn missing_required(doc: &Map<String, Value>, kind: MetadataKind) -> Vec<&'stati
                 missing.push("token_endpoint");
             }
         }
-        MetadataKind::OAuth => {
+        MetadataKind::OAuth | MetadataKind::Auto => {
             if !has("response_types_supported") {
                 missing.push("response_types_supported");
             }

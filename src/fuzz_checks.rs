@@ -55,3 +55,21 @@ pub fn urls(data: &[u8]) {
         }
     }
 }
+
+/// Protected resource metadata and `WWW-Authenticate` challenges over arbitrary bytes: never
+/// panics, never accepts metadata for another resource or without an authorization server. The
+/// first line is the expected resource; the rest is the body, also read as a header.
+pub fn resource(data: &[u8]) {
+    let (expected, body) = match data.iter().position(|b| *b == b'\n') {
+        Some(i) => (String::from_utf8_lossy(&data[..i]).into_owned(), &data[i + 1..]),
+        None => ("https://mcp.example/mcp".to_string(), data),
+    };
+    if let Ok(metadata) = crate::resource::validate(body, &expected) {
+        assert_eq!(metadata.resource, expected, "accepted metadata for another resource");
+        assert!(!metadata.authorization_servers.is_empty(), "accepted metadata without a server");
+        for server in &metadata.authorization_servers {
+            assert!(url::check_issuer(server).is_ok(), "accepted an unusable server {server:?}");
+        }
+    }
+    let _ = crate::resource::challenge_metadata_url(&String::from_utf8_lossy(body));
+}

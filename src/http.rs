@@ -35,6 +35,8 @@ pub(crate) struct Fetched {
     pub(crate) content_encoding: Option<String>,
     /// The raw `Retry-After` header.
     pub(crate) retry_after: Option<String>,
+    /// The raw `WWW-Authenticate` header (a protected resource's challenge names its metadata).
+    pub(crate) www_authenticate: Option<String>,
     /// The Location header, used to follow redirects.
     pub(crate) location: Option<String>,
     pub(crate) body: Vec<u8>,
@@ -273,6 +275,7 @@ impl HttpClient {
             content_type: header("content-type"),
             content_encoding: header("content-encoding").filter(|e| !e.trim().eq_ignore_ascii_case("identity")),
             retry_after: header("retry-after"),
+            www_authenticate: header("www-authenticate"),
             location: header("location"),
             body: Vec::new(),
             url: target.to_string(),

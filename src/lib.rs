@@ -11,7 +11,7 @@
 //!
 //! 1. url, human, progress, token — URL handling; durations for people; a fetch's stage; the token file
 //! 2. cli, config — the command line, and the validated settings (with the `--connect-to` rules)
-//! 3. discovery — where metadata lives and when a document counts (pure)
+//! 3. discovery, resource — where metadata lives and when a document counts (pure)
 //! 4. tls, proxy, http — the network: one bounded, verified GET
 //! 5. jwks, probe — the keys' rules; one attempt and its failure class
 //! 6. wait — deadline, budget and pacing on an injected clock
@@ -33,6 +33,7 @@ mod probe;
 mod progress;
 mod proxy;
 mod report;
+mod resource;
 mod tls;
 mod token;
 pub mod url;

@@ -2,11 +2,12 @@
 //! termination message and the `--once` summary. Lines are written for people reading
 //! `kubectl logs` on a bad morning: what failed, why, and how long the gate will still wait.
 
-use crate::config::{Config, ConfigError, MetadataKind, Notice, Output, RunMode, Target, TerminationLog};
-use crate::discovery;
+use crate::config::{Config, ConfigError, Notice, Output, RunMode, Target, TerminationLog};
+use crate::discovery::{self, Document};
 use crate::human::secs;
-use crate::probe::{Failure, Ready};
+use crate::probe::{Failure, Ready, ServerReady};
 use crate::proxy::ProxySettings;
+use crate::resource;
 use crate::url;
 use crate::wait::{AttemptReport, Next, Tally, Verdict};
 use log::Level;
@@ -87,10 +88,9 @@ pub(crate) fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally
     match report.outcome {
         Ok(ready) => log::log!(
             level,
-            "{label}attempt {}: passed: issuer {:?} served by {}{}",
+            "{label}attempt {}: passed: {}{}",
             report.number,
-            ready.document.issuer,
-            url::redact(&ready.url),
+            passed(ready),
             match report.next {
                 Next::Pause { .. } => format!(" ({} consecutive; {next})", tally.consecutive_successes),
                 Next::Stop(_) => String::new(),
@@ -100,9 +100,22 @@ pub(crate) fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally
     }
 }
 
-/// The prefix naming an issuer when several are waited for.
-pub(crate) fn label(config: &Config, issuer: &str) -> String {
-    if config.targets.len() > 1 { format!("[{}] ", url::redact(issuer)) } else { String::new() }
+/// What passed: the issuer and where it was served, or the resource and each of its servers.
+fn passed(ready: &Ready) -> String {
+    let servers: Vec<String> = ready
+        .servers
+        .iter()
+        .map(|s| format!("issuer {:?} served by {}", s.document.issuer, url::redact(&s.url)))
+        .collect();
+    match &ready.resource_metadata {
+        Some(at) => format!("resource metadata at {}; authorization server {}", url::redact(at), servers.join(", ")),
+        None => servers.join(", "),
+    }
+}
+
+/// The prefix naming a target when several are waited for.
+pub(crate) fn label(config: &Config, target: &Target) -> String {
+    if config.targets.len() > 1 { format!("[{}] ", url::redact(target.name())) } else { String::new() }
 }
 
 /// `connect=40 http-status=3`
@@ -162,13 +175,24 @@ pub(crate) fn startup(
 fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]) -> String {
     let mut out = String::from("configuration is valid\n");
     for t in &config.targets {
-        let metadata = discovery::metadata_url(t, config.rules.kind);
-        out.push_str(&format!("issuer          {}\n", url::redact(&t.issuer)));
-        out.push_str(&format!("  metadata      {}\n", url::redact(&metadata)));
-        if let Ok(parts) = url::split(&metadata) {
+        let urls = first_urls(t, config);
+        match t {
+            Target::Issuer { issuer, .. } => out.push_str(&format!("issuer          {}\n", url::redact(issuer))),
+            Target::Resource { resource } => out.push_str(&format!("resource        {}\n", url::redact(resource))),
+        }
+        for u in &urls {
+            out.push_str(&format!("  metadata      {}\n", url::redact(u)));
+        }
+        if let Some(parts) = urls.first().and_then(|u| url::split(u).ok()) {
             let via = proxies.for_url(&parts).map_or("direct".to_string(), |p| format!("proxy {}", p.display));
             out.push_str(&format!("  connect       {via}\n"));
         }
+        if matches!(t, Target::Resource { .. }) {
+            out.push_str("  then          each authorization server it lists, by auto discovery\n");
+        }
+    }
+    if let Some(jwks) = &config.jwks_url {
+        out.push_str(&format!("jwks            {} (instead of jwks_uri)\n", url::redact(jwks)));
     }
     let r = &config.rules;
     out.push_str(&format!(
@@ -197,7 +221,21 @@ fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]
     out
 }
 
-/// One issuer's result.
+/// Where a target's discovery starts, in the order tried: the issuer's candidate metadata URLs,
+/// or the resource's metadata locations (its own challenge comes after them).
+fn first_urls(target: &Target, config: &Config) -> Vec<String> {
+    match target {
+        Target::Issuer { issuer, discovery_url } => {
+            discovery::candidates(issuer, config.rules.kind, discovery_url.as_deref())
+                .into_iter()
+                .map(|c| c.url)
+                .collect()
+        }
+        Target::Resource { resource } => resource::metadata_urls(resource),
+    }
+}
+
+/// One target's result.
 pub(crate) struct IssuerResult<'a> {
     pub(crate) target: &'a Target,
     /// `None`: still waiting when the process ended (deadline or signal).
@@ -218,8 +256,15 @@ struct Summary<'a> {
 
 #[derive(Serialize)]
 struct IssuerSummary<'a> {
-    issuer: String,
+    /// The issuer of an `--issuer` target, else `null`.
+    issuer: Option<String>,
+    /// The resource of a `--resource` target, else `null`.
+    resource: Option<String>,
+    /// The first URL tried.
     discovery_url: String,
+    /// The URL that served what passed (the issuer's metadata, or the resource's), else `null`.
+    metadata_url: Option<String>,
+    jwks_url: Option<String>,
     ready: bool,
     verdict: &'static str,
     attempts: u32,
@@ -228,12 +273,25 @@ struct IssuerSummary<'a> {
     endpoints: Option<Endpoints<'a>>,
     jwks_keys: Option<usize>,
     warnings: &'a [String],
+    /// For a `--resource` target that passed: each authorization server it lists.
+    authorization_servers: Option<Vec<ServerSummary<'a>>>,
 }
 
 #[derive(Serialize)]
 struct LastFailure<'a> {
     class: &'static str,
+    /// `metadata`, `jwks` or `resource-metadata`.
+    link: &'static str,
     message: &'a str,
+}
+
+#[derive(Serialize)]
+struct ServerSummary<'a> {
+    issuer: &'a str,
+    metadata_url: String,
+    endpoints: Endpoints<'a>,
+    jwks_keys: Option<usize>,
+    warnings: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -244,13 +302,46 @@ struct Endpoints<'a> {
     userinfo_endpoint: Option<&'a str>,
 }
 
+impl<'a> Endpoints<'a> {
+    fn of(d: &'a Document) -> Endpoints<'a> {
+        Endpoints {
+            authorization_endpoint: d.authorization_endpoint.as_deref(),
+            token_endpoint: d.token_endpoint.as_deref(),
+            jwks_uri: d.jwks_uri.as_deref(),
+            userinfo_endpoint: d.userinfo_endpoint.as_deref(),
+        }
+    }
+}
+
+impl<'a> ServerSummary<'a> {
+    fn of(s: &'a ServerReady) -> ServerSummary<'a> {
+        ServerSummary {
+            issuer: &s.document.issuer,
+            metadata_url: url::redact(&s.url),
+            endpoints: Endpoints::of(&s.document),
+            jwks_keys: s.jwks_keys,
+            warnings: &s.document.warnings,
+        }
+    }
+}
+
 impl<'a> IssuerSummary<'a> {
-    fn new(r: &IssuerResult<'a>, kind: MetadataKind) -> IssuerSummary<'a> {
+    fn new(r: &IssuerResult<'a>, config: &Config) -> IssuerSummary<'a> {
         let ready = r.verdict == Some(Verdict::Ready);
         let passed = r.tally.last_ready.as_ref().filter(|_| ready);
+        let (issuer, resource) = match r.target {
+            Target::Issuer { issuer, .. } => (Some(url::redact(issuer)), None),
+            Target::Resource { resource } => (None, Some(url::redact(resource))),
+        };
+        let single = passed.filter(|p| p.resource_metadata.is_none()).and_then(|p| p.servers.first());
         IssuerSummary {
-            issuer: url::redact(&r.target.issuer),
-            discovery_url: url::redact(&discovery::metadata_url(r.target, kind)),
+            issuer,
+            resource,
+            discovery_url: url::redact(first_urls(r.target, config).first().map_or("", String::as_str)),
+            metadata_url: passed
+                .and_then(|p| p.resource_metadata.as_ref().or(p.servers.first().map(|s| &s.url)))
+                .map(|u| url::redact(u)),
+            jwks_url: config.jwks_url.as_deref().map(url::redact),
             ready,
             verdict: match r.verdict {
                 Some(Verdict::Ready) => "ready",
@@ -259,22 +350,17 @@ impl<'a> IssuerSummary<'a> {
             },
             attempts: r.tally.attempts,
             failures: r.tally.failures.iter().map(|(class, n)| (class.as_str(), *n)).collect(),
-            last_failure: r
-                .tally
-                .last_failure
-                .as_ref()
-                .map(|f| LastFailure { class: f.class.as_str(), message: &f.detail }),
-            endpoints: passed.map(|p| {
-                let d = &p.document;
-                Endpoints {
-                    authorization_endpoint: d.authorization_endpoint.as_deref(),
-                    token_endpoint: d.token_endpoint.as_deref(),
-                    jwks_uri: d.jwks_uri.as_deref(),
-                    userinfo_endpoint: d.userinfo_endpoint.as_deref(),
-                }
+            last_failure: r.tally.last_failure.as_ref().map(|f| LastFailure {
+                class: f.class.as_str(),
+                link: f.link.as_str(),
+                message: &f.detail,
             }),
-            jwks_keys: passed.and_then(|p| p.jwks_keys),
-            warnings: passed.map_or(&[], |p| &p.document.warnings),
+            endpoints: single.map(|s| Endpoints::of(&s.document)),
+            jwks_keys: single.and_then(|s| s.jwks_keys),
+            warnings: single.map_or(&[], |s| &s.document.warnings),
+            authorization_servers: passed
+                .filter(|p| p.resource_metadata.is_some())
+                .map(|p| p.servers.iter().map(ServerSummary::of).collect()),
         }
     }
 }
@@ -286,16 +372,27 @@ fn json_summary(config: &Config, outcome: Outcome, elapsed: Duration, issuers: &
         exit_code: outcome.code(),
         attempts: issuers.iter().map(|r| r.tally.attempts).sum(),
         elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-        issuers: issuers.iter().map(|r| IssuerSummary::new(r, config.rules.kind)).collect(),
+        issuers: issuers.iter().map(|r| IssuerSummary::new(r, config)).collect(),
     };
     let mut json = serde_json::to_string(&summary).unwrap_or_default();
     json.push('\n');
     json
 }
 
-/// The `--once` summary for stdout.
+/// The `--once` summary for stdout: the resource's metadata, if any, then each server.
 pub(crate) fn once_summary(ready: &Ready) -> String {
-    let d = &ready.document;
+    let mut out = String::new();
+    if let Some(at) = &ready.resource_metadata {
+        out.push_str(&format!("{:<24}{}\n", "resource metadata", url::redact(at)));
+    }
+    for server in &ready.servers {
+        out.push_str(&server_summary(server));
+    }
+    out
+}
+
+fn server_summary(server: &ServerReady) -> String {
+    let d = &server.document;
     let mut out = String::new();
     let mut row = |k: &str, v: Option<&str>| {
         if let Some(v) = v {
@@ -303,7 +400,7 @@ pub(crate) fn once_summary(ready: &Ready) -> String {
         }
     };
     row("issuer", Some(&d.issuer));
-    let url = url::redact(&ready.url);
+    let url = url::redact(&server.url);
     row("metadata", Some(&url));
     row("authorization_endpoint", d.authorization_endpoint.as_deref());
     row("token_endpoint", d.token_endpoint.as_deref());
@@ -422,15 +519,15 @@ pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'
         let mut once = String::new();
         for r in issuers {
             if let Some(ready) = &r.tally.last_ready {
-                for w in &ready.document.warnings {
-                    lines.push((Level::Warn, format!("{}{w}", label(config, &r.target.issuer))));
+                for w in ready.servers.iter().flat_map(|s| &s.document.warnings) {
+                    lines.push((Level::Warn, format!("{}{w}", label(config, r.target))));
                 }
                 if mode.once {
                     once.push_str(&once_summary(ready));
                 }
             }
         }
-        let names: Vec<String> = issuers.iter().map(|r| url::redact(&r.target.issuer)).collect();
+        let names: Vec<String> = issuers.iter().map(|r| url::redact(r.target.name())).collect();
         let last = (Level::Info, format!("ready: {} after {attempts} attempt(s) in {took}", names.join(", ")));
         let stdout = match config.output {
             Output::Json => Some(json_summary(config, Outcome::Ready, elapsed, issuers)),
@@ -441,7 +538,7 @@ pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'
 
     let mut reasons = Vec::new();
     for r in issuers.iter().filter(|r| r.verdict != Some(Verdict::Ready)) {
-        let label = label(config, &r.target.issuer);
+        let label = label(config, r.target);
         let reason = not_ready_reason(r.verdict.unwrap_or(Verdict::DeadlineReached), r.tally, config);
         lines.push((
             Level::Warn,
@@ -457,7 +554,7 @@ pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'
             ));
         }
         let class = r.tally.last_failure.as_ref().map_or("none", |f| f.class.as_str());
-        reasons.push(format!("{} ({reason}; last failure: {class})", url::redact(&r.target.issuer)));
+        reasons.push(format!("{} ({reason}; last failure: {class})", url::redact(r.target.name())));
     }
     let summary = format!("{} after {attempts} attempt(s) in {took}", reasons.join(", "));
     let (outcome, last) = if config.fail_closed {

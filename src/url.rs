@@ -218,14 +218,34 @@ pub fn append_well_known(issuer: &str, suffix: &str) -> String {
     format!("{trimmed}{suffix}")
 }
 
-/// RFC 8414 §3.1 (and RFC 9728 §3.1): remove one terminating `/`, then insert `suffix`
-/// (`/.well-known/oauth-authorization-server`) between the host and the path.
-pub fn insert_well_known(issuer: &str, suffix: &str) -> String {
-    let trimmed = issuer.strip_suffix('/').unwrap_or(issuer);
+/// RFC 8414 §3.1 and RFC 9728 §3.1: remove one terminating `/`, then insert `suffix`
+/// (`/.well-known/oauth-authorization-server`) between the host and the path; a query (which a
+/// protected resource's identifier may have) stays after the path.
+pub fn insert_well_known(url: &str, suffix: &str) -> String {
+    let (before_query, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let trimmed = before_query.strip_suffix('/').unwrap_or(before_query);
     let after_scheme = trimmed.find("://").map_or(0, |i| i + 3);
     let path_start = trimmed[after_scheme..].find('/').map_or(trimmed.len(), |i| after_scheme + i);
     let (origin, path) = trimmed.split_at(path_start);
-    format!("{origin}{suffix}{path}")
+    match query {
+        Some(q) => format!("{origin}{suffix}{path}?{q}"),
+        None => format!("{origin}{suffix}{path}"),
+    }
+}
+
+/// `suffix` at the root of the URL's origin (`https://h/tenant` → `https://h{suffix}`).
+pub fn root_well_known(url: &str, suffix: &str) -> String {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let end = url[after_scheme..].find(['/', '?', '#']).map_or(url.len(), |i| after_scheme + i);
+    format!("{}{suffix}", &url[..end])
+}
+
+/// Whether the URL has a path beyond a lone `/` (the MCP discovery order depends on it).
+pub fn has_path(url: &str) -> bool {
+    split(url).is_ok_and(|p| !p.path.is_empty() && p.path != "/")
 }
 
 /// A URI reference split as RFC 3986 Appendix B does, borrowed from the raw string.
@@ -458,6 +478,17 @@ mod tests {
             insert_well_known("https://[::1]:8443/realms/x", oauth),
             "https://[::1]:8443/.well-known/oauth-authorization-server/realms/x"
         );
+        let prm = "/.well-known/oauth-protected-resource";
+        assert_eq!(
+            insert_well_known("https://h/mcp?t=1", prm),
+            "https://h/.well-known/oauth-protected-resource/mcp?t=1"
+        );
+        assert_eq!(insert_well_known("https://h?t=1", prm), "https://h/.well-known/oauth-protected-resource?t=1");
+        assert_eq!(
+            root_well_known("https://h:1/tenant/mcp?x", prm),
+            "https://h:1/.well-known/oauth-protected-resource"
+        );
+        assert!(has_path("https://h/x") && !has_path("https://h/") && !has_path("https://h"));
     }
 
     /// RFC 3986 §5.4.1 and §5.4.2, every example.

@@ -213,6 +213,7 @@ pub(crate) fn wait_until_ready(
 mod tests {
     use super::*;
     use crate::discovery::Document;
+    use crate::probe::ServerReady;
     use std::cell::Cell;
     use std::rc::Rc;
 
@@ -248,10 +249,10 @@ mod tests {
     }
 
     fn ready() -> Ready {
+        let document = Document { issuer: "https://h".into(), ..Document::default() };
         Ready {
-            document: Document { issuer: "https://h".into(), ..Document::default() },
-            url: "https://h".into(),
-            jwks_keys: None,
+            resource_metadata: None,
+            servers: vec![ServerReady { document, url: "https://h".into(), jwks_keys: None }],
         }
     }
 

@@ -32,3 +32,11 @@ fn url_properties_hold_for_every_seed() {
         assert!(result.is_ok(), "seed {name}");
     }
 }
+
+#[test]
+fn resource_properties_hold_for_every_seed() {
+    for (name, data) in seeds("resource") {
+        let result = std::panic::catch_unwind(|| wait_for_idp::fuzz_checks::resource(&data));
+        assert!(result.is_ok(), "seed {name}");
+    }
+}

@@ -1,18 +1,28 @@
-//! The gate against a real, certified OpenID Provider (npm `oidc-provider`, run by Node on
-//! loopback over HTTPS with a throwaway CA). The test command installs it; without it these tests
-//! fail rather than skip, since a missing peer would otherwise pass silently.
+//! The gate against real implementations, run by Node on loopback over HTTPS with a throwaway CA:
+//! a certified OpenID Provider (npm `oidc-provider`) and the MCP TypeScript SDK's authorization
+//! metadata routers (npm `@modelcontextprotocol/sdk`). The test command installs both; without
+//! them these tests fail rather than skip, since a missing peer would otherwise pass silently.
 
 use crate::support::*;
 use std::io::{BufRead, BufReader};
 use std::os::fd::AsRawFd;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 struct Peer {
     child: Child,
-    /// When the peer printed "listening".
-    listening_at: Option<Instant>,
+    stdout: Option<ChildStdout>,
+}
+
+impl Peer {
+    /// Blocks until the peer says it serves; returns when that was.
+    fn listening(&mut self) -> Instant {
+        let mut line = String::new();
+        BufReader::new(self.stdout.take().expect("waited once")).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "listening", "the peer did not start");
+        Instant::now()
+    }
 }
 
 impl Drop for Peer {
@@ -22,22 +32,25 @@ impl Drop for Peer {
     }
 }
 
-/// Starts oidc-provider for `issuer` on the reserved port (its socket is handed over as an
-/// inherited file descriptor, so the port is never free for another test to take); `delay_ms`
-/// before it listens (a cold start: until then connections are refused). With `wait`, returns
-/// once it serves.
-fn start_peer(ca: &TestCa, issuer: &str, slot: Reserved, delay_ms: u64, wait: bool) -> Peer {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer");
+fn peer_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer")
+}
+
+/// Starts a Node peer script on the reserved port: its socket is handed over as an inherited
+/// file descriptor, so the port is never free for another test to take, and connections are
+/// refused until the peer listens, `delay_ms` after it starts (a cold start).
+fn start(script: &str, ca: &TestCa, slot: Reserved, delay_ms: u64, env: &[(&str, &str)]) -> Peer {
+    let dir = peer_dir();
     assert!(
-        dir.join("node_modules/oidc-provider").exists(),
-        "oidc-provider is not installed: run the test command (.ci/test), which runs `npm ci` in tests/peer"
+        dir.join("node_modules/oidc-provider").exists() && dir.join("node_modules/@modelcontextprotocol/sdk").exists(),
+        "the peers are not installed: run the test command (.ci/test), which runs `npm ci` in tests/peer"
     );
     let (cert, key) = ca.leaf_pem_files(&["localhost"]);
     let socket = slot.into_inheritable_fd();
-    let child = Command::new("node")
-        .arg(dir.join("provider.mjs"))
+    let mut child = Command::new("node")
+        .arg(dir.join(script))
         .current_dir(&dir)
-        .env("PEER_ISSUER", issuer)
+        .envs(env.iter().copied())
         .env("PEER_FD", socket.as_raw_fd().to_string())
         .env("PEER_CERT", cert)
         .env("PEER_KEY", key)
@@ -47,15 +60,18 @@ fn start_peer(ca: &TestCa, issuer: &str, slot: Reserved, delay_ms: u64, wait: bo
         .spawn()
         .expect("node is needed for the peer tests; the test command installs it");
     drop(socket);
-    let mut peer = Peer { child, listening_at: None };
-    if wait {
-        let stdout = peer.child.stdout.take().unwrap();
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
-        assert_eq!(line.trim(), "listening", "the peer did not start");
-        peer.listening_at = Some(Instant::now());
-    }
-    peer
+    let stdout = child.stdout.take();
+    Peer { child, stdout }
+}
+
+/// oidc-provider for `issuer`, mounted under the issuer's path as a reverse proxy would.
+fn oidc_provider(ca: &TestCa, issuer: &str, slot: Reserved, delay_ms: u64) -> Peer {
+    start("provider.mjs", ca, slot, delay_ms, &[("PEER_ISSUER", issuer)])
+}
+
+/// The MCP SDK serving a resource's metadata, listing `issuer` as its authorization server.
+fn mcp_server(ca: &TestCa, resource: &str, issuer: &str, mode: &str, slot: Reserved, delay_ms: u64) -> Peer {
+    start("mcp.mjs", ca, slot, delay_ms, &[("PEER_RESOURCE", resource), ("PEER_ISSUER", issuer), ("PEER_MODE", mode)])
 }
 
 #[test]
@@ -68,16 +84,12 @@ fn cold_start_gate_exits_right_after_the_provider_serves() {
     cmd.args(["--timeout", "60s", "--fail-closed", "--strict"]);
     let gate_child = std::thread::spawn(move || run(cmd));
     // The provider comes up about 1.5 s (+ Node's start) after the gate.
-    let mut peer = start_peer(&ca, &issuer, slot, 1500, false);
-    let stdout = peer.child.stdout.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let listening_at = Instant::now();
+    let mut peer = oidc_provider(&ca, &issuer, slot, 1500);
+    let listening_at = peer.listening();
     let r = gate_child.join().unwrap();
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("connect: connection refused"), "started before the provider: {}", r.log());
-    let exited_at = gate_started + r.elapsed;
-    let lag = exited_at.saturating_duration_since(listening_at);
+    assert_exit(&r, 0);
+    assert_logged(&r, &["connect: connection refused"]);
+    let lag = (gate_started + r.elapsed).saturating_duration_since(listening_at);
     assert!(lag < Duration::from_millis(600), "exited {lag:?} after the provider served\n{}", r.log());
 }
 
@@ -86,11 +98,10 @@ fn certified_provider_passes_strict_and_once_shows_its_endpoints() {
     let ca = TestCa::new();
     let slot = Reserved::new();
     let issuer = slot.issuer("");
-    let _peer = start_peer(&ca, &issuer, slot, 0, true);
-    let mut cmd = gate_for(&ca, &issuer);
-    cmd.args(["--once", "--strict"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    let mut peer = oidc_provider(&ca, &issuer, slot, 0);
+    peer.listening();
+    let r = run_args(gate_for(&ca, &issuer), &["--once", "--strict"]);
+    assert_exit(&r, 0);
     assert!(r.stdout.contains(&format!("jwks_uri                {issuer}/jwks")), "{}", r.stdout);
     assert!(r.stdout.contains(&format!("token_endpoint          {issuer}/token")), "{}", r.stdout);
 }
@@ -100,39 +111,145 @@ fn issuer_mismatch_against_the_certified_provider() {
     let ca = TestCa::new();
     let slot = Reserved::new();
     let issuer = slot.issuer("/realms/test");
-    let _peer = start_peer(&ca, &issuer, slot, 0, true);
+    let mut peer = oidc_provider(&ca, &issuer, slot, 0);
+    peer.listening();
     // Same metadata URL (one trailing slash is removed before appending), different issuer.
-    let mut cmd = gate_for(&ca, &format!("{issuer}/"));
-    cmd.arg("--once");
-    let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("issuer-mismatch") && r.log().contains("only the trailing slash differs"), "{}", r.log());
+    let r = run_args(gate_for(&ca, &format!("{issuer}/")), &["--once"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["issuer-mismatch", "only the trailing slash differs"]);
     // And a public issuer fetched through --discovery-url: the provider names itself, not the public URL.
-    let mut cmd = gate_for(&ca, "https://sso.example.com/realms/test");
-    cmd.args(["--discovery-url", &format!("{issuer}/.well-known/openid-configuration"), "--once"]);
-    let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains(&format!("document says issuer \"{issuer}\"")), "{}", r.log());
+    let discovery = format!("{issuer}/.well-known/openid-configuration");
+    let r = run_args(gate_for(&ca, "https://sso.example.com/realms/test"), &["--discovery-url", &discovery, "--once"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &[&format!("document says issuer \"{issuer}\"")]);
 }
 
-/// oidc-provider serves OpenID Connect Discovery only: with `--metadata oauth` the RFC 8414
-/// location answers 404, so the gate never passes (documented in the README).
+/// oidc-provider serves its document at both well-known suffixes *appended* to where it is
+/// mounted. At the root, that is also where RFC 8414 looks, so `oauth` and `auto` pass at the
+/// first URL. Mounted under an issuer's path, as a reverse proxy would, RFC 8414's inserted
+/// location answers 404 (so `oauth` never passes; documented in the README), and `auto` finds
+/// the OIDC document at the third URL.
 #[test]
-fn oauth_metadata_is_not_served_by_oidc_provider() {
+fn oauth_and_auto_against_oidc_provider_with_and_without_a_path() {
+    use wait_for_idp::discovery::{MetadataKind, well_known_url};
+    let ca = TestCa::new();
+    for (path, oauth_exit, passes_at) in [("", 0, MetadataKind::OAuth), ("/realms/test", 1, MetadataKind::Oidc)] {
+        let slot = Reserved::new();
+        let issuer = slot.issuer(path);
+        let mut peer = oidc_provider(&ca, &issuer, slot, 0);
+        peer.listening();
+        let r = run_args(gate_for(&ca, &issuer), &["--metadata", "oauth", "--once"]);
+        assert_exit(&r, oauth_exit);
+        if oauth_exit == 1 {
+            assert_logged(&r, &["HTTP 404 Not Found from", "/.well-known/oauth-authorization-server/realms/test"]);
+        }
+        let r = run_args(gate_for(&ca, &issuer), &["--metadata", "auto", "--once", "--output", "json", "--strict"]);
+        assert_exit(&r, 0);
+        assert_eq!(r.json()["issuers"][0]["metadata_url"], well_known_url(&issuer, passes_at).as_str(), "{path:?}");
+    }
+}
+
+/// The MCP SDK serving a path-scoped resource and its own authorization server (RFC 8414).
+#[test]
+fn mcp_sdk_resource_and_authorization_server_are_discovered_end_to_end() {
     let ca = TestCa::new();
     let slot = Reserved::new();
-    let issuer = slot.issuer("/realms/test");
-    let _peer = start_peer(&ca, &issuer, slot, 0, true);
-    let mut cmd = gate_for(&ca, &issuer);
-    cmd.args(["--metadata", "oauth", "--once"]);
+    let (resource, issuer) = (slot.issuer("/tenant/mcp"), slot.issuer(""));
+    let mut peer = mcp_server(&ca, &resource, &issuer, "metadata", slot, 0);
+    peer.listening();
+    let mut cmd = gate();
+    cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(
-        r.log().contains(&format!(
-            "HTTP 404 Not Found from {}/.well-known/oauth-authorization-server/realms/test",
-            issuer.trim_end_matches("/realms/test")
-        )),
-        "{}",
-        r.log()
+    assert_exit(&r, 0);
+    let entry = &r.json()["issuers"][0];
+    assert_eq!(entry["metadata_url"], format!("{issuer}/.well-known/oauth-protected-resource/tenant/mcp"));
+    // The SDK writes the issuer as a URL's href: with a trailing slash.
+    assert_eq!(entry["authorization_servers"][0]["issuer"], format!("{issuer}/"));
+    assert_eq!(entry["authorization_servers"][0]["endpoints"]["token_endpoint"], format!("{issuer}/token"));
+}
+
+/// A cold start: the gate first, then the MCP server, then its authorization server, each at a
+/// moment of its own. The gate passes right after the last one serves.
+#[test]
+fn mcp_cold_start_resource_and_authorization_server_come_up_at_different_moments() {
+    let ca = TestCa::new();
+    let (rs_slot, as_slot) = (Reserved::new(), Reserved::new());
+    let resource = rs_slot.issuer("/tenant/mcp");
+    let issuer = as_slot.issuer("/realms/test");
+    let gate_started = Instant::now();
+    let mut cmd = gate();
+    cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--timeout", "60s", "--fail-closed"]);
+    let gate_child = std::thread::spawn(move || run(cmd));
+    let mut rs = mcp_server(&ca, &resource, &issuer, "metadata", rs_slot, 800);
+    let mut idp = oidc_provider(&ca, &issuer, as_slot, 2000);
+    let (rs_at, as_at) = (rs.listening(), idp.listening());
+    assert!(as_at > rs_at, "the authorization server comes up last");
+    let r = gate_child.join().unwrap();
+    assert_exit(&r, 0);
+    assert_logged(
+        &r,
+        &[
+            "connect: protected resource metadata: connection refused",
+            &format!("connect: authorization server {issuer}: connection refused"),
+            "passed: resource metadata at",
+        ],
+    );
+    let lag = (gate_started + r.elapsed).saturating_duration_since(as_at);
+    assert!(lag < Duration::from_millis(600), "exited {lag:?} after the last server served\n{}", r.log());
+}
+
+/// No metadata at either well-known location: the SDK's requireBearerAuth answers the resource's
+/// own request with a 401 whose challenge names it.
+#[test]
+fn mcp_sdk_challenge_names_the_metadata() {
+    let ca = TestCa::new();
+    let slot = Reserved::new();
+    let (resource, issuer) = (slot.issuer("/tenant/mcp"), slot.issuer(""));
+    let mut peer = mcp_server(&ca, &resource, &issuer, "challenge", slot, 0);
+    peer.listening();
+    let mut cmd = gate();
+    cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
+    let r = run(cmd);
+    // The metadata is found through the challenge; this SDK mode serves no RFC 8414 document of
+    // its own, so the chain ends at the authorization server, which is the point: each link is named.
+    let json = r.json();
+    let failure = &json["issuers"][0]["last_failure"];
+    assert_eq!(failure["link"], "metadata", "{json}");
+    assert!(failure["message"].as_str().unwrap().starts_with(&format!("authorization server {issuer}/: ")), "{json}");
+}
+
+#[test]
+fn mcp_sdk_resource_mismatch_and_a_server_whose_issuer_differs() {
+    let ca = TestCa::new();
+    // The MCP server announces its address instead of the name clients are given.
+    let slot = Reserved::new();
+    let (resource, issuer) = (slot.issuer("/tenant/mcp"), slot.issuer(""));
+    let announced = issuer_at("127.0.0.1", slot.port, "/tenant/mcp");
+    let mut peer = mcp_server(&ca, &announced, &issuer, "metadata", slot, 0);
+    peer.listening();
+    let mut cmd = gate();
+    cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once"]);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(
+        &r,
+        &[&format!("resource: protected resource metadata says resource {announced:?}, expected {resource:?}")],
+    );
+
+    // The resource lists oidc-provider's issuer with a trailing slash it does not have.
+    let (rs_slot, as_slot) = (Reserved::new(), Reserved::new());
+    let resource = rs_slot.issuer("/mcp");
+    let issuer = as_slot.issuer("/realms/test");
+    let mut idp = oidc_provider(&ca, &issuer, as_slot, 0);
+    let mut rs = mcp_server(&ca, &resource, &format!("{issuer}/"), "metadata", rs_slot, 0);
+    idp.listening();
+    rs.listening();
+    let mut cmd = gate();
+    cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once"]);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(
+        &r,
+        &[&format!("issuer-mismatch: authorization server {issuer}/: document says issuer \"{issuer}\"")],
     );
 }

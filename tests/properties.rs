@@ -187,3 +187,19 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+    /// Protected resource metadata and challenges: never a panic, never another resource.
+    #[test]
+    fn resource_metadata_and_challenges_never_pass_falsely(
+        header in "(Bearer|DPoP|bearer)?[ ,=\"a-z_:/.\\\\]{0,60}",
+        body in prop::collection::vec(any::<u8>(), 0..200),
+    ) {
+        wait_for_idp::fuzz_checks::resource(header.as_bytes());
+        wait_for_idp::fuzz_checks::resource(&body);
+        let doc = format!("https://mcp.test/mcp\n{{\"resource\":\"https://mcp.test/mcp\",\"authorization_servers\":[{header:?}]}}");
+        wait_for_idp::fuzz_checks::resource(doc.as_bytes());
+    }
+}

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod chains;
 mod documents;
 mod faults;
 mod field;

@@ -21,18 +21,32 @@ pub(crate) enum ConfigError {
 /// Settings that are each valid but cannot go together.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Conflict {
-    DiscoveryUrlWithSeveralIssuers { source: Source, issuers: usize },
-    OnceWithMaxAttempts { source: Source },
-    OnceWithSuccesses { source: Source, successes: u32 },
-    SuccessesBeyondMaxAttempts { successes: u32, max: u32 },
+    /// `--discovery-url` and `--jwks-url` name one issuer's documents.
+    NeedsOneIssuer {
+        source: Source,
+        issuers: usize,
+        resources: usize,
+    },
+    OnceWithMaxAttempts {
+        source: Source,
+    },
+    OnceWithSuccesses {
+        source: Source,
+        successes: u32,
+    },
+    SuccessesBeyondMaxAttempts {
+        successes: u32,
+        max: u32,
+    },
 }
 
 impl fmt::Display for Conflict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Conflict::DiscoveryUrlWithSeveralIssuers { source, issuers } => write!(
+            Conflict::NeedsOneIssuer { source, issuers, resources } => write!(
                 f,
-                "{source} names one discovery URL but {issuers} issuers are given; use it with a single issuer"
+                "{source} names one issuer's document but {issuers} issuer(s) and {resources} resource(s) are given; \
+                 use it with a single --issuer and no --resource"
             ),
             Conflict::OnceWithMaxAttempts { source } => {
                 write!(f, "--once makes exactly one attempt; drop {source} (or drop --once and use --fail-closed)")
@@ -53,7 +67,7 @@ impl fmt::Display for ConfigError {
         match self {
             ConfigError::MissingIssuer { empty_env } => write!(
                 f,
-                "no issuer given: pass --issuer https://sso.example.com/realms/NAME or set WAIT_FOR_IDP_ISSUER (or oauth2-proxy's OAUTH2_PROXY_OIDC_ISSUER_URL){}",
+                "no issuer given: pass --issuer https://sso.example.com/realms/NAME or set WAIT_FOR_IDP_ISSUER (or oauth2-proxy's OAUTH2_PROXY_OIDC_ISSUER_URL), or --resource for a protected resource{}",
                 if *empty_env { " (it is set but empty)" } else { "" }
             ),
             ConfigError::InvalidUrl { source, value, problem } => {

@@ -31,12 +31,14 @@ pub enum MetadataKind {
     Oidc,
     /// RFC 8414: `/.well-known/oauth-authorization-server` inserted between host and path.
     OAuth,
+    /// The MCP authorization specification's order: RFC 8414, then OIDC (inserted, appended).
+    Auto,
 }
 
 impl MetadataKind {
     /// The words `--metadata` takes.
     const CHOICES: &'static [(&'static str, MetadataKind)] =
-        &[("oidc", MetadataKind::Oidc), ("oauth", MetadataKind::OAuth)];
+        &[("oidc", MetadataKind::Oidc), ("oauth", MetadataKind::OAuth), ("auto", MetadataKind::Auto)];
 
     pub fn as_str(self) -> &'static str {
         Self::CHOICES.iter().find(|(_, k)| *k == self).map_or("?", |(w, _)| w)
@@ -53,11 +55,24 @@ pub struct Rules {
     pub skip_issuer_check: bool,
 }
 
-/// One issuer to wait for, and where to fetch its metadata if not from the derived URL.
+/// One thing to wait for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Target {
-    pub(crate) issuer: String,
-    pub(crate) discovery_url: Option<String>,
+pub(crate) enum Target {
+    /// An authorization server: its metadata, fetched from `discovery_url` if given, must
+    /// announce `issuer` exactly.
+    Issuer { issuer: String, discovery_url: Option<String> },
+    /// A protected resource (RFC 9728), and every authorization server its metadata lists.
+    Resource { resource: String },
+}
+
+impl Target {
+    /// The issuer or resource URL, as configured.
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Target::Issuer { issuer, .. } => issuer,
+            Target::Resource { resource } => resource,
+        }
+    }
 }
 
 /// Where the final line goes for `kubectl describe`.
@@ -94,6 +109,8 @@ pub(crate) struct Config {
     pub(crate) connect_to: Vec<ConnectTo>,
     pub(crate) token_file: Option<PathBuf>,
     pub(crate) check_jwks: bool,
+    /// Where the keys are fetched instead of the document's `jwks_uri`.
+    pub(crate) jwks_url: Option<String>,
     pub(crate) output: Output,
     pub(crate) fail_closed: bool,
     pub(crate) termination_log: TerminationLog,
@@ -143,7 +160,9 @@ impl Config {
 /// Every setting read and parsed, with the raw values that conflicts are reported against.
 struct Values {
     issuers: Vec<Raw>,
+    resources: Vec<Raw>,
     discovery_url: Option<Raw>,
+    jwks_url: Option<Raw>,
     rules: Rules,
     ca_files: Vec<Raw>,
     timeout: Duration,
@@ -163,9 +182,11 @@ struct Values {
 impl Values {
     /// Step 1: each value by precedence (flag, variable, default), parsed.
     fn read(cli: &Cli, inputs: &Inputs<'_>, notices: &mut Vec<Notice>) -> Result<Values, ConfigError> {
-        let issuers = read_issuers(cli, inputs, notices)?;
+        let resources = read_urls(inputs.list("resource", &cli.resource), notices)?;
+        let issuers = read_issuers(cli, inputs, resources.is_empty(), notices)?;
         let discovery_url = inputs.single("discovery_url", &cli.discovery_url);
-        if let Some(raw) = &discovery_url {
+        let jwks_url = inputs.single("jwks_url", &cli.jwks_url);
+        for raw in discovery_url.iter().chain(&jwks_url) {
             check_url(raw, notices)?;
         }
         let rules = Rules {
@@ -194,7 +215,7 @@ impl Values {
             fail_closed: cli.once || inputs.switch("fail_closed", cli.fail_closed)?,
             connect_to: read_connect_to(cli, inputs)?,
             token_file: inputs.single("token_file", &cli.token_file),
-            check_jwks: inputs.switch("check_jwks", cli.check_jwks)?,
+            check_jwks: jwks_url.is_some() || inputs.switch("check_jwks", cli.check_jwks)?,
             output: parse_choice(inputs.single("output", &cli.output), defaults::OUTPUT, &output_choices)?,
             termination_log: match inputs.single("termination_log", &cli.termination_log) {
                 Some(raw) => TerminationLog { path: PathBuf::from(raw.value), create: true },
@@ -203,7 +224,9 @@ impl Values {
             mode: RunMode { once: cli.once, dry_run: cli.dry_run, quiet: inputs.switch("quiet", cli.quiet)? },
             ca_files: inputs.list("ca_file", &cli.ca_file),
             issuers,
+            resources,
             discovery_url,
+            jwks_url,
             rules,
         })
     }
@@ -211,10 +234,13 @@ impl Values {
     /// Step 2: settings that are each valid but cannot go together.
     fn check_conflicts(&self) -> Result<(), ConfigError> {
         let (successes, successes_raw) = &self.successes;
-        let conflict = match (&self.discovery_url, &self.max_attempts) {
-            (Some(raw), _) if self.issuers.len() > 1 => {
-                Some(Conflict::DiscoveryUrlWithSeveralIssuers { source: raw.source, issuers: self.issuers.len() })
-            }
+        let one_issuer_only = self.discovery_url.iter().chain(&self.jwks_url).next();
+        let conflict = match (one_issuer_only, &self.max_attempts) {
+            (Some(raw), _) if self.issuers.len() != 1 || !self.resources.is_empty() => Some(Conflict::NeedsOneIssuer {
+                source: raw.source,
+                issuers: self.issuers.len(),
+                resources: self.resources.len(),
+            }),
             (_, Some((_, raw))) if self.mode.once => Some(Conflict::OnceWithMaxAttempts { source: raw.source }),
             _ if self.mode.once && *successes > 1 => Some(Conflict::OnceWithSuccesses {
                 source: successes_raw.as_ref().map_or(Source::Flag("successes"), |r| r.source),
@@ -231,11 +257,12 @@ impl Values {
     /// The configuration itself, once the files it names are loaded (step 3).
     fn into_loaded(self, extra_roots: Vec<CertificateDer<'static>>, notices: Vec<Notice>) -> Loaded {
         let discovery_url = self.discovery_url.map(|raw| raw.value);
-        let targets = self
+        let issuers = self
             .issuers
             .into_iter()
-            .map(|raw| Target { issuer: raw.value, discovery_url: discovery_url.clone() })
-            .collect();
+            .map(|raw| Target::Issuer { issuer: raw.value, discovery_url: discovery_url.clone() });
+        let resources = self.resources.into_iter().map(|raw| Target::Resource { resource: raw.value });
+        let targets = issuers.chain(resources).collect();
         let config = Config {
             targets,
             rules: self.rules,
@@ -248,6 +275,7 @@ impl Values {
             connect_to: self.connect_to,
             token_file: self.token_file.map(|raw| PathBuf::from(raw.value)),
             check_jwks: self.check_jwks,
+            jwks_url: self.jwks_url.map(|raw| raw.value),
             output: self.output,
             fail_closed: self.fail_closed,
             termination_log: self.termination_log,
@@ -256,23 +284,16 @@ impl Values {
     }
 }
 
-/// The issuers, each checked, a repeated one kept once.
-fn read_issuers(cli: &Cli, inputs: &Inputs<'_>, notices: &mut Vec<Notice>) -> Result<Vec<Raw>, ConfigError> {
-    let mut issuers = inputs.list("issuer", &cli.issuer);
-    let mut seen = std::collections::HashSet::new();
-    issuers.retain(|raw| {
-        let first = seen.insert(raw.value.clone());
-        if !first {
-            let issuer = url::redact(&raw.value);
-            notices.push(Notice::Warning(format!("{}: {issuer} is given twice; it is polled once", raw.source)));
-        }
-        first
-    });
-    if issuers.is_empty() {
+/// The issuers, each checked, a repeated one kept once; at least one unless a resource is given.
+fn read_issuers(
+    cli: &Cli,
+    inputs: &Inputs<'_>,
+    required: bool,
+    notices: &mut Vec<Notice>,
+) -> Result<Vec<Raw>, ConfigError> {
+    let issuers = read_urls(inputs.list("issuer", &cli.issuer), notices)?;
+    if issuers.is_empty() && required {
         return Err(ConfigError::MissingIssuer { empty_env: inputs.set_but_empty("issuer") });
-    }
-    for raw in &issuers {
-        check_url(raw, notices)?;
     }
     if let Some(Source::Env(name)) = issuers.first().map(|raw| raw.source) {
         if name.starts_with("OAUTH2_PROXY_") {
@@ -280,6 +301,23 @@ fn read_issuers(cli: &Cli, inputs: &Inputs<'_>, notices: &mut Vec<Notice>) -> Re
         }
     }
     Ok(issuers)
+}
+
+/// URLs of a repeatable flag, each checked, a repeated one kept once (with a warning).
+fn read_urls(mut urls: Vec<Raw>, notices: &mut Vec<Notice>) -> Result<Vec<Raw>, ConfigError> {
+    let mut seen = std::collections::HashSet::new();
+    urls.retain(|raw| {
+        let first = seen.insert(raw.value.clone());
+        if !first {
+            let url = url::redact(&raw.value);
+            notices.push(Notice::Warning(format!("{}: {url} is given twice; it is polled once", raw.source)));
+        }
+        first
+    });
+    for raw in &urls {
+        check_url(raw, notices)?;
+    }
+    Ok(urls)
 }
 
 fn read_connect_to(cli: &Cli, inputs: &Inputs<'_>) -> Result<Vec<ConnectTo>, ConfigError> {

@@ -24,7 +24,7 @@ fn warnings(args: &[&str], env: &[(&str, &str)]) -> Vec<String> {
 #[test]
 fn defaults() {
     let c = build(&["--issuer", "https://kc.example/realms/x"], &[]).unwrap();
-    assert_eq!(c.targets[0].discovery_url, None);
+    assert_eq!(c.targets[0], Target::Issuer { issuer: "https://kc.example/realms/x".into(), discovery_url: None });
     assert_eq!(
         (c.timeout, c.interval, c.attempt_timeout),
         (defaults::TIMEOUT, defaults::INTERVAL, defaults::ATTEMPT_TIMEOUT)
@@ -78,7 +78,7 @@ fn bad_values_name_their_source_and_the_fix() {
     let e = err(&["--issuer", "https://h", "--once", "--max-attempts", "3"], &[]);
     assert!(e.contains("--once"), "{e}");
     let e = err(&["--issuer", "https://a", "--issuer", "https://b", "--discovery-url", "https://c"], &[]);
-    assert!(e.contains("single issuer"), "{e}");
+    assert!(e.contains("single --issuer"), "{e}");
     let e = err(&["--issuer", "https://h", "--ca-file", "/nonexistent/ca.pem"], &[]);
     assert!(e.contains("--ca-file: CA file '/nonexistent/ca.pem' cannot be read"), "{e}");
     let e = err(&["--issuer", "https://h", "--timeout", "1000y"], &[]);
@@ -92,7 +92,7 @@ fn oauth2_proxy_variables_are_the_fallback() {
         ("OAUTH2_PROXY_INSECURE_OIDC_SKIP_ISSUER_VERIFICATION", "true"),
     ];
     let loaded = load(&[], &env).unwrap();
-    assert_eq!(loaded.config.targets[0].issuer, "https://sso.example.com/realms/x");
+    assert_eq!(loaded.config.targets[0].name(), "https://sso.example.com/realms/x");
     assert!(loaded.config.rules.skip_issuer_check);
     assert!(
         loaded
@@ -100,7 +100,7 @@ fn oauth2_proxy_variables_are_the_fallback() {
             .contains(&Notice::Note("issuer read from OAUTH2_PROXY_OIDC_ISSUER_URL (oauth2-proxy's variable)".into()))
     );
     let c = build(&[], &[("WAIT_FOR_IDP_ISSUER", "https://a.example"), env[0]]).unwrap();
-    assert_eq!(c.targets[0].issuer, "https://a.example", "our own variable wins");
+    assert_eq!(c.targets[0].name(), "https://a.example", "our own variable wins");
     let e = err(&[], &[("OAUTH2_PROXY_PROVIDER_CA_FILES", "/nonexistent.pem"), env[0]]);
     assert!(e.starts_with("OAUTH2_PROXY_PROVIDER_CA_FILES: CA file '/nonexistent.pem'"), "{e}");
 }
@@ -126,12 +126,12 @@ fn issue_5_settings() {
 fn issuers_are_read_as_the_real_client_reads_them() {
     let c = build(&[], &[("OAUTH2_PROXY_OIDC_ISSUER_URL", "https://h/realms/a,b")]).unwrap();
     assert_eq!(c.targets.len(), 1);
-    assert_eq!(c.targets[0].issuer, "https://h/realms/a,b", "one URL, not a list");
+    assert_eq!(c.targets[0].name(), "https://h/realms/a,b", "one URL, not a list");
     let e = err(&[], &[("OAUTH2_PROXY_OIDC_ISSUER_URL", "https://h/realms/a ")]);
     assert!(e.starts_with("OAUTH2_PROXY_OIDC_ISSUER_URL") && e.contains("white space"), "{e}");
     let args = ["--issuer", "https://a", "--issuer", "https://b", "--issuer", "https://a"];
     let c = build(&args, &[]).unwrap();
-    assert_eq!(c.targets.iter().map(|t| t.issuer.as_str()).collect::<Vec<_>>(), ["https://a", "https://b"]);
+    assert_eq!(c.targets.iter().map(|t| t.name()).collect::<Vec<_>>(), ["https://a", "https://b"]);
     assert_eq!(warnings(&args, &[]), ["--issuer: https://a is given twice; it is polled once"]);
 }
 
@@ -156,4 +156,24 @@ fn help_shows_the_defaults_the_configuration_uses() {
     {
         assert!(help.contains(shown), "{shown} not in --help");
     }
+}
+
+#[test]
+fn resources_and_jwks_urls() {
+    let c = build(&["--resource", "https://mcp.example/tenant/mcp"], &[]).unwrap();
+    assert_eq!(c.targets, [Target::Resource { resource: "https://mcp.example/tenant/mcp".into() }]);
+    let c = build(&["--issuer", "https://a", "--resource", "https://r"], &[("WAIT_FOR_IDP_METADATA", "auto")]).unwrap();
+    assert_eq!(c.targets.len(), 2);
+    assert_eq!(c.rules.kind, MetadataKind::Auto);
+    let c = build(&["--issuer", "https://k", "--jwks-url", "https://k/openid/v1/jwks"], &[]).unwrap();
+    assert!(c.check_jwks, "--jwks-url implies --check-jwks");
+    assert_eq!(c.jwks_url.as_deref(), Some("https://k/openid/v1/jwks"));
+    let e = err(&["--resource", "https://r", "--jwks-url", "https://k/jwks"], &[]);
+    assert!(e.starts_with("--jwks-url names one issuer's document but 0 issuer(s) and 1 resource(s)"), "{e}");
+    let e = err(&["--issuer", "https://a", "--resource", "https://r", "--discovery-url", "https://a/x"], &[]);
+    assert!(e.contains("single --issuer and no --resource"), "{e}");
+    let e = err(&["--resource", "https://r#top"], &[]);
+    assert!(e.starts_with("--resource: 'https://r#top' has a fragment"), "{e}");
+    let e = err(&[], &[("WAIT_FOR_IDP_RESOURCE", "")]);
+    assert!(e.contains("or --resource"), "{e}");
 }

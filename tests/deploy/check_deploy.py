@@ -8,8 +8,8 @@
    terminationMessagePolicy: FallbackToLogsOnError.
 4. Interface: every wait-for-idp container's args and env (ConfigMaps resolved) are accepted by
    the binary's own parsing (`--dry-run`), so a renamed flag or a typo in a variable fails here;
-   and where the workload names its issuer (--oidc-issuer-url, OAUTH2_PROXY_OIDC_ISSUER_URL), the
-   gate waits for that very issuer.
+   and where the workload names its issuer (--oidc-issuer-url, OAUTH2_PROXY_OIDC_ISSUER_URL), its
+   JWKS (JWKS_URL) or its MCP server (MCP_SERVER_URL), the gate waits for that very one.
 
 Usage: check_deploy.py --bin PATH --kubectl PATH --helm PATH --ca PEM --token FILE -k 1.25 -k 1.37
 Prints one line per check and a closing "deploy: N passed, M failed".
@@ -119,16 +119,26 @@ def gate_invocation(container, configmaps, ca, token):
     return argv, env, None
 
 
-def client_issuers(pod):
-    """Issuers that the pod's other containers are configured with (oauth2-proxy style)."""
+# What a workload names, and the line of the gate's --dry-run that must name the same.
+WORKLOAD_SETTINGS = {
+    "--oidc-issuer-url": "issuer",
+    "OAUTH2_PROXY_OIDC_ISSUER_URL": "issuer",
+    "JWKS_URL": "jwks",
+    "MCP_SERVER_URL": "resource",
+}
+
+
+def client_settings(pod):
+    """(what, URL) pairs the pod's other containers are configured with."""
     found = set()
     for c in pod.get("containers") or []:
         for a in c.get("args") or []:
-            if a.startswith("--oidc-issuer-url="):
-                found.add(a.split("=", 1)[1])
+            flag, _, value = a.partition("=")
+            if flag in WORKLOAD_SETTINGS and value:
+                found.add((WORKLOAD_SETTINGS[flag], value))
         for e in c.get("env") or []:
-            if e.get("name") == "OAUTH2_PROXY_OIDC_ISSUER_URL" and "value" in e:
-                found.add(e["value"])
+            if e.get("name") in WORKLOAD_SETTINGS and "value" in e:
+                found.add((WORKLOAD_SETTINGS[e["name"]], e["value"]))
     return found
 
 
@@ -174,12 +184,12 @@ def main():
                 out = subprocess.run([args.bin, *argv, "--dry-run"], env=env, capture_output=True, text=True)
                 check(f"{where}: the binary accepts its flags and variables", out.returncode == 0,
                       (out.stdout + out.stderr).strip())
-                gate_issuers = {line.split(None, 1)[1].strip() for line in out.stdout.splitlines()
-                                if line.startswith("issuer ")}
-                clients = client_issuers(pod)
+                gate_settings = {(line.split(None, 1)[0], line.split(None, 2)[1]) for line in out.stdout.splitlines()
+                                 if line.split(None, 1)[0] in ("issuer", "jwks", "resource")}
+                clients = client_settings(pod)
                 if clients:
-                    check(f"{where}: waits for the issuer its workload uses", clients <= gate_issuers,
-                          f"workload {sorted(clients)} vs gate {sorted(gate_issuers)}")
+                    check(f"{where}: waits for what its workload uses", clients <= gate_settings,
+                          f"workload {sorted(clients)} vs gate {sorted(gate_settings)}")
     check("every rendering contains a wait-for-idp container", gates >= 5, f"found {gates}")
     print(f"\ndeploy: {RESULTS['passed']} passed, {RESULTS['failed']} failed")
     return 1 if RESULTS["failed"] else 0

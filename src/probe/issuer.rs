@@ -1,0 +1,130 @@
+//! An authorization server: its metadata found where the configured kind says (with `auto`, in
+//! the MCP order), judged by the specification of the URL that served it, and with
+//! `--check-jwks` a usable key in its JWK Set.
+
+use super::{Attempt, Failure, FailureClass, Link, ServerReady, status_failure, unasked_encoding};
+use crate::config::{MetadataKind, Rules};
+use crate::discovery::{self, Document, DocumentProblem};
+use crate::http::Fetched;
+use crate::jwks;
+use crate::url;
+
+/// Finds, fetches and judges `issuer`'s metadata; `context` names the server in a longer chain.
+///
+/// With several candidate URLs (`auto`), a redirect that was not followed or a client error
+/// (3xx, 4xx) moves on to the next URL, as MCP clients do; a 200 ends the search, passing or
+/// failing by its document; anything else (5xx, no connection) ends the attempt, since the next
+/// URL is on the same server.
+pub(super) fn discover(
+    at: &Attempt<'_>,
+    issuer: &str,
+    kind: MetadataKind,
+    discovery_url: Option<&str>,
+    context: &str,
+) -> Result<ServerReady, Failure> {
+    let candidates = discovery::candidates(issuer, kind, discovery_url);
+    let mut declined = Vec::new();
+    for (i, candidate) in candidates.iter().enumerate() {
+        let fetched = at.fetch(Link::Metadata, context, &candidate.url)?;
+        if i + 1 < candidates.len() && (300..500).contains(&fetched.status) {
+            declined.push(format!("{} (HTTP {})", url::redact(&candidate.url), fetched.status));
+            continue;
+        }
+        let rules = Rules { kind: candidate.spec, ..at.checks.rules };
+        let mut server = judge(&fetched, issuer, rules).map_err(|f| {
+            let also =
+                if declined.is_empty() { String::new() } else { format!("; before it: {}", declined.join(", ")) };
+            Failure { detail: format!("{}{also}", f.detail), ..f }.at(Link::Metadata, context)
+        })?;
+        if kind == MetadataKind::Auto {
+            pkce_warning(&fetched.body, &mut server.document);
+        }
+        if at.checks.check_jwks {
+            let keys = check_jwks(at, &server.document, context);
+            server.jwks_keys = Some(keys.map_err(|f| symmetric_only_hint(f, &server.document))?);
+        }
+        return Ok(server);
+    }
+    unreachable!("every kind has at least one candidate URL")
+}
+
+/// Judges a complete response by `rules`.
+pub(super) fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<ServerReady, Failure> {
+    if fetched.status != 200 {
+        return Err(status_failure(fetched));
+    }
+    if let Some(encoding) = &fetched.content_encoding {
+        return Err(Failure::new(FailureClass::Body, unasked_encoding(encoding)));
+    }
+    let document = discovery::validate_document(&fetched.body, issuer, rules).map_err(|problem| {
+        let class = match &problem {
+            DocumentProblem::NotUtf8 { .. } => FailureClass::Body,
+            DocumentProblem::Json(_) | DocumentProblem::Duplicate(_) => FailureClass::Json,
+            DocumentProblem::IssuerMismatch { .. } => FailureClass::IssuerMismatch,
+            DocumentProblem::MissingField(_) | DocumentProblem::NotHttps(_) => FailureClass::MissingField,
+        };
+        let mut detail = problem.to_string();
+        if class == FailureClass::Json {
+            detail.push_str(&format!(
+                " (Content-Type {}, starts {:?})",
+                fetched.content_type.as_deref().unwrap_or("absent"),
+                discovery::printable_excerpt(&fetched.body, 60)
+            ));
+        }
+        Failure::new(class, detail)
+    })?;
+    Ok(ServerReady { document, url: fetched.url.clone(), jwks_keys: None })
+}
+
+/// The MCP authorization specification (2025-11-25) has clients refuse a server that does not
+/// advertise PKCE with S256. The MCP TypeScript SDK does not check it, so it is a warning.
+fn pkce_warning(body: &[u8], document: &mut Document) {
+    let advertised = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("code_challenge_methods_supported").cloned())
+        .and_then(|v| v.as_array().map(|a| a.iter().any(|m| m == "S256")));
+    if advertised != Some(true) {
+        document.warnings.push(
+            "code_challenge_methods_supported does not list S256: MCP clients that follow the 2025-11-25 \
+             specification refuse such a server (the TypeScript SDK does not check)"
+                .into(),
+        );
+    }
+}
+
+/// Fetches the keys (`--jwks-url`, else `jwks_uri`) under the same TLS rules and requires a
+/// usable key. Every failure here is class `jwks`, with the transport's class in the detail.
+fn check_jwks(at: &Attempt<'_>, document: &Document, context: &str) -> Result<usize, Failure> {
+    let jwks = |detail: String| Failure::new(FailureClass::Jwks, detail).at(Link::Jwks, context);
+    let Some(uri) = at.checks.jwks_url.as_ref().or(document.jwks_uri.as_ref()) else {
+        return Err(jwks("the document has no jwks_uri to check".into()));
+    };
+    if let Err(p) = url::split(uri) {
+        return Err(jwks(format!("jwks_uri {:?} {p}", url::redact(uri))));
+    }
+    let fetched = at.fetch(Link::Jwks, context, uri)?;
+    if fetched.status != 200 {
+        let hint = if fetched.status >= 500 { " (Dex answers 500 until its first signing key exists)" } else { "" };
+        return Err(jwks(format!("{}{hint}", status_failure(&fetched).detail)));
+    }
+    if let Some(encoding) = &fetched.content_encoding {
+        return Err(jwks(unasked_encoding(encoding)));
+    }
+    jwks::validate_jwks(&fetched.body, &document.id_token_signing_alg_values_supported)
+        .map_err(|p| jwks(format!("{p} (from {})", url::redact(uri))))
+}
+
+/// A provider that signs only with a shared secret (`HS*`) publishes no key: `--check-jwks` can
+/// never pass there, and the failure should say so rather than suggest a network problem.
+fn symmetric_only_hint(mut failure: Failure, document: &Document) -> Failure {
+    let algs = &document.id_token_signing_alg_values_supported;
+    if !algs.is_empty() && algs.iter().all(|a| !jwks::needs_public_key(a)) {
+        failure.detail = format!(
+            "the provider signs ID tokens only with {} (a shared secret), so no public key exists to check: drop \
+             --check-jwks ({})",
+            algs.join(", "),
+            failure.detail
+        );
+    }
+    failure
+}

@@ -1,0 +1,342 @@
+//! One attempt: walk the chain of documents a real client walks — an issuer's metadata (and with
+//! `--check-jwks` its keys), or a protected resource's metadata and every authorization server it
+//! names — judge each, and say in one typed failure class what stood in the way. The classes are
+//! what an operator greps for, so their names are part of the interface.
+//!
+//! The attempt runs on a thread of its own and the caller waits for it at most its budget. Linux
+//! fires socket timeouts late (up to about 250 ms past a 2-16 s timeout), which at the deadline
+//! meant the last attempt of a frozen provider was never reported at all. So the waiting side
+//! decides when an attempt has timed out, abandons the fetch (it ends by itself soon after, on
+//! its own socket timeout), and names the link and the stage it hung in.
+
+mod issuer;
+mod resource;
+
+use crate::config::{Rules, Target};
+use crate::discovery::{self, Document};
+use crate::http::{FetchError, Fetched, HttpClient};
+use crate::progress::{Progress, Stage};
+use crate::token;
+use crate::url;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Why an attempt did not pass. Ordered as a request progresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum FailureClass {
+    Dns,
+    Connect,
+    Timeout,
+    Tls,
+    HttpStatus,
+    Body,
+    Json,
+    IssuerMismatch,
+    MissingField,
+    /// The protected resource's metadata is missing or does not name the resource and a server.
+    Resource,
+    Jwks,
+    Token,
+}
+
+impl FailureClass {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            FailureClass::Dns => "dns",
+            FailureClass::Connect => "connect",
+            FailureClass::Timeout => "timeout",
+            FailureClass::Tls => "tls",
+            FailureClass::HttpStatus => "http-status",
+            FailureClass::Body => "body",
+            FailureClass::Json => "json",
+            FailureClass::IssuerMismatch => "issuer-mismatch",
+            FailureClass::MissingField => "missing-field",
+            FailureClass::Resource => "resource",
+            FailureClass::Jwks => "jwks",
+            FailureClass::Token => "token",
+        }
+    }
+}
+
+impl fmt::Display for FailureClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which link of the chain an attempt was at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// An authorization server's metadata (OIDC Discovery or RFC 8414).
+    #[default]
+    Metadata,
+    /// Its JWK Set.
+    Jwks,
+    /// A protected resource's metadata (RFC 9728), or the resource's own challenge.
+    ResourceMetadata,
+}
+
+impl Link {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Link::Metadata => "metadata",
+            Link::Jwks => "jwks",
+            Link::ResourceMetadata => "resource-metadata",
+        }
+    }
+}
+
+/// A failed attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Failure {
+    pub(crate) class: FailureClass,
+    pub(crate) detail: String,
+    /// Retrying soon costs the provider nothing (the connection was refused outright), so the
+    /// gate may poll fast and notice readiness within a fraction of a second.
+    pub(crate) cheap: bool,
+    /// How long the provider asked to be left alone (`Retry-After` on a 429 or 503).
+    pub(crate) retry_after: Option<Duration>,
+    pub(crate) link: Link,
+}
+
+impl Failure {
+    pub(crate) fn new(class: FailureClass, detail: impl Into<String>) -> Failure {
+        Failure { class, detail: detail.into(), cheap: false, retry_after: None, link: Link::Metadata }
+    }
+
+    fn at(mut self, link: Link, context: &str) -> Failure {
+        self.link = link;
+        self.detail.insert_str(0, context);
+        self
+    }
+}
+
+/// An authorization server that passed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ServerReady {
+    pub(crate) document: Document,
+    /// Where the document was finally served from.
+    pub(crate) url: String,
+    /// Keys with a `kty` in the JWK Set, when `--check-jwks` fetched it.
+    pub(crate) jwks_keys: Option<usize>,
+}
+
+/// A passing attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Ready {
+    /// Where a protected resource's metadata was served from (a `--resource` target).
+    pub(crate) resource_metadata: Option<String>,
+    /// The issuer (an `--issuer` target) or every server the resource lists, in its order.
+    pub(crate) servers: Vec<ServerReady>,
+}
+
+/// What one attempt checks, beyond fetching.
+#[derive(Clone, Debug)]
+pub(crate) struct Checks {
+    pub(crate) rules: Rules,
+    pub(crate) check_jwks: bool,
+    /// Fetched instead of the document's `jwks_uri`.
+    pub(crate) jwks_url: Option<String>,
+    /// Re-read on every attempt: projected service-account tokens rotate.
+    pub(crate) token_file: Option<PathBuf>,
+}
+
+/// What the thread doing an attempt shares with the caller waiting for it: the link it is at
+/// (with the words that name it, such as the authorization server) and the fetch's stage.
+#[derive(Debug, Default)]
+struct Track {
+    progress: Arc<Progress>,
+    at: Mutex<(Link, String)>,
+}
+
+impl Track {
+    fn enter(&self, link: Link, context: &str) {
+        if let Ok(mut at) = self.at.lock() {
+            *at = (link, context.to_string());
+        }
+    }
+
+    /// The failure of an attempt abandoned after `budget`, in the words a fetch that timed out
+    /// by itself would have used.
+    fn abandoned(&self, budget: Duration) -> Failure {
+        let (stage, host) = self.progress.at();
+        let (link, context) = self.at.lock().map(|at| at.clone()).unwrap_or_default();
+        link_failure(link, &context, FetchError::TimedOut { stage, host, after: budget })
+    }
+}
+
+/// Attempts for one target.
+#[derive(Clone)]
+pub(crate) struct Prober {
+    client: Arc<HttpClient>,
+    target: Arc<Target>,
+    checks: Arc<Checks>,
+}
+
+impl Prober {
+    pub(crate) fn new(client: Arc<HttpClient>, target: Target, checks: Arc<Checks>) -> Prober {
+        Prober { client, target: Arc::new(target), checks }
+    }
+
+    /// One attempt, over within `budget` whatever the network does.
+    pub(crate) fn attempt(&self, budget: Duration) -> Result<Ready, Failure> {
+        let track = Arc::new(Track::default());
+        let (tx, rx) = mpsc::sync_channel(1);
+        let (prober, shared) = (self.clone(), track.clone());
+        let spawned = std::thread::Builder::new()
+            .name("attempt".into())
+            .spawn(move || {
+                let _ = tx.send(prober.run(budget, &shared));
+            })
+            .is_ok();
+        if !spawned {
+            // Out of threads: run here; the socket timeouts still bound it, if less tightly.
+            return self.run(budget, &track);
+        }
+        rx.recv_timeout(budget).unwrap_or_else(|_| Err(track.abandoned(budget)))
+    }
+
+    fn run(&self, budget: Duration, track: &Track) -> Result<Ready, Failure> {
+        let token = match &self.checks.token_file {
+            None => None,
+            Some(path) => Some(
+                token::read(path)
+                    .map_err(|why| Failure::new(FailureClass::Token, format!("token file {} {why}", path.display())))?,
+            ),
+        };
+        let mut at = Attempt {
+            client: &self.client,
+            checks: &self.checks,
+            track,
+            token,
+            token_origins: Vec::new(),
+            deadline: Instant::now() + budget,
+            budget,
+        };
+        match &*self.target {
+            Target::Issuer { issuer, discovery_url } => {
+                at.token_origins = self.token_origins(issuer, discovery_url.as_deref());
+                let server = issuer::discover(&at, issuer, self.checks.rules.kind, discovery_url.as_deref(), "")?;
+                Ok(Ready { resource_metadata: None, servers: vec![server] })
+            }
+            Target::Resource { resource } => resource::discover(&at, resource),
+        }
+    }
+
+    /// The origins the bearer token may go to: where the issuer's metadata is fetched and the
+    /// `--jwks-url`, which the user named. Never a `jwks_uri` elsewhere, never a resource.
+    fn token_origins(&self, issuer: &str, discovery_url: Option<&str>) -> Vec<String> {
+        let candidates = discovery::candidates(issuer, self.checks.rules.kind, discovery_url);
+        let urls = candidates.iter().map(|c| c.url.as_str()).chain(self.checks.jwks_url.as_deref());
+        urls.filter_map(|u| url::split(u).ok().map(|p| p.origin())).collect()
+    }
+}
+
+/// What the links of one attempt share: the client, the checks, the token and where it may go,
+/// and when the attempt's budget runs out.
+struct Attempt<'a> {
+    client: &'a HttpClient,
+    checks: &'a Checks,
+    track: &'a Track,
+    token: Option<String>,
+    token_origins: Vec<String>,
+    deadline: Instant,
+    budget: Duration,
+}
+
+impl Attempt<'_> {
+    fn headers_for(&self, to: &str) -> Vec<(&'static str, String)> {
+        match &self.token {
+            Some(t) if url::split(to).is_ok_and(|p| self.token_origins.contains(&p.origin())) => {
+                vec![("authorization", format!("Bearer {t}"))]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Fetches one link of the chain within what is left of the budget; a transport failure is
+    /// classed by the link, and a timeout names the attempt's budget.
+    fn fetch(&self, link: Link, context: &str, to: &str) -> Result<Fetched, Failure> {
+        self.track.enter(link, context);
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        self.client.get(to, left, &self.headers_for(to), &self.track.progress).map_err(|e| {
+            let e = match e {
+                FetchError::TimedOut { stage, host, .. } => FetchError::TimedOut { stage, host, after: self.budget },
+                other => other,
+            };
+            link_failure(link, context, e)
+        })
+    }
+}
+
+/// A failure while fetching one link of the chain: its class comes from the transport, except
+/// that anything going wrong with the keys is class `jwks`, with the transport's class inside.
+fn link_failure(link: Link, context: &str, e: FetchError) -> Failure {
+    let failure = fetch_failure(e);
+    let failure = match link {
+        Link::Jwks => {
+            Failure { class: FailureClass::Jwks, detail: format!("{}: {}", failure.class, failure.detail), ..failure }
+        }
+        Link::Metadata | Link::ResourceMetadata => failure,
+    };
+    failure.at(link, context)
+}
+
+/// A transport failure's class; its detail is the error's own message.
+fn fetch_failure(e: FetchError) -> Failure {
+    let class = match &e {
+        FetchError::Dns { .. } | FetchError::TimedOut { stage: Stage::Resolving, .. } => FailureClass::Dns,
+        FetchError::TimedOut { .. } => FailureClass::Timeout,
+        FetchError::Refused { .. } | FetchError::Connect(_) => FailureClass::Connect,
+        FetchError::Tls { .. } | FetchError::ClientCertificateRequired { .. } | FetchError::TlsOther(_) => {
+            FailureClass::Tls
+        }
+        FetchError::Redirect(_) => FailureClass::HttpStatus,
+        FetchError::Body(_) | FetchError::Protocol(_) => FailureClass::Body,
+    };
+    let cheap = matches!(e, FetchError::Refused { .. });
+    Failure { cheap, ..Failure::new(class, e.to_string()) }
+}
+
+/// A response that is not `200`: class `http-status`, with the provider's `Retry-After` kept.
+fn status_failure(fetched: &Fetched) -> Failure {
+    let mut failure = Failure::new(FailureClass::HttpStatus, status_detail(fetched));
+    if matches!(fetched.status, 429 | 503) {
+        failure.retry_after =
+            fetched.retry_after.as_deref().and_then(|v| crate::http::retry_after(v, std::time::SystemTime::now()));
+    }
+    failure
+}
+
+fn status_detail(fetched: &Fetched) -> String {
+    let reason = ureq::http::StatusCode::from_u16(fetched.status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
+    let excerpt = discovery::printable_excerpt(&fetched.body, 100);
+    let hint = match fetched.status {
+        404 => {
+            " (Keycloak answers 404 until the realm is imported; check the realm or application name if it persists)"
+        }
+        429 => " (rate-limited)",
+        502..=504 => " (a gateway in front of a provider that is not serving yet)",
+        401 | 403 => {
+            " (metadata is normally public: check the path, and that the realm, tenant or application exists and is \
+             enabled; the Kubernetes API server's issuer needs --token-file; a gateway or network policy may be in \
+             the way)"
+        }
+        _ => "",
+    };
+    let mut detail = format!("HTTP {} {reason} from {}{hint}", fetched.status, url::redact(&fetched.url));
+    if !excerpt.is_empty() {
+        detail.push_str(&format!(": {excerpt:?}"));
+    }
+    detail
+}
+
+fn unasked_encoding(encoding: &str) -> String {
+    format!(
+        "the body is {encoding}-encoded although the gate asked for no encoding (it sends no Accept-Encoding); \
+         a server or proxy that compresses regardless breaks clients that do the same"
+    )
+}

@@ -1,0 +1,75 @@
+//! A protected resource, end to end as an MCP client discovers it (RFC 9728 and the MCP
+//! authorization specification): its metadata, that the metadata names it exactly and lists
+//! authorization servers, and that every one of them is ready by `auto` discovery.
+
+use super::{Attempt, Failure, FailureClass, Link, Ready, issuer, status_failure, unasked_encoding};
+use crate::config::MetadataKind;
+use crate::http::Fetched;
+use crate::resource::{self, ResourceMetadata};
+use crate::url;
+
+const CONTEXT: &str = "protected resource metadata: ";
+
+pub(super) fn discover(at: &Attempt<'_>, target: &str) -> Result<Ready, Failure> {
+    let (metadata_url, metadata) = find_metadata(at, target)?;
+    let mut servers = Vec::with_capacity(metadata.authorization_servers.len());
+    for server in &metadata.authorization_servers {
+        let context = format!("authorization server {}: ", url::redact(server));
+        servers.push(issuer::discover(at, server, MetadataKind::Auto, None, &context)?);
+    }
+    Ok(Ready { resource_metadata: Some(metadata_url), servers })
+}
+
+/// The well-known locations in order, moving on after a client error; then, when neither has
+/// it, the resource itself, whose `401` challenge may name the metadata (§5.1).
+fn find_metadata(at: &Attempt<'_>, target: &str) -> Result<(String, ResourceMetadata), Failure> {
+    let mut declined = Vec::new();
+    for candidate in resource::metadata_urls(target) {
+        let fetched = at.fetch(Link::ResourceMetadata, CONTEXT, &candidate)?;
+        if (300..500).contains(&fetched.status) {
+            declined.push(format!("{} answered HTTP {}", url::redact(&candidate), fetched.status));
+            continue;
+        }
+        return judge(&fetched, target);
+    }
+    let challenge = at.fetch(Link::ResourceMetadata, CONTEXT, target)?;
+    let named = challenge
+        .www_authenticate
+        .as_deref()
+        .filter(|_| challenge.status == 401)
+        .and_then(resource::challenge_metadata_url);
+    let Some(named) = named else {
+        return Err(Failure::new(
+            FailureClass::Resource,
+            format!(
+                "no protected resource metadata: {}, and the resource itself answered HTTP {} without a \
+                 `WWW-Authenticate: Bearer resource_metadata=...` challenge",
+                declined.join(", "),
+                challenge.status
+            ),
+        )
+        .at(Link::ResourceMetadata, ""));
+    };
+    if let Err(problem) = url::split(&named) {
+        let detail =
+            format!("the resource's challenge names resource_metadata {:?}, which {problem}", url::redact(&named));
+        return Err(Failure::new(FailureClass::Resource, detail).at(Link::ResourceMetadata, ""));
+    }
+    judge(&at.fetch(Link::ResourceMetadata, CONTEXT, &named)?, target)
+}
+
+fn judge(fetched: &Fetched, target: &str) -> Result<(String, ResourceMetadata), Failure> {
+    let failure = |f: Failure| f.at(Link::ResourceMetadata, CONTEXT);
+    if fetched.status != 200 {
+        return Err(failure(status_failure(fetched)));
+    }
+    if let Some(encoding) = &fetched.content_encoding {
+        return Err(failure(Failure::new(FailureClass::Body, unasked_encoding(encoding))));
+    }
+    let metadata = resource::validate(&fetched.body, target).map_err(|problem| {
+        // The problem names the metadata itself; no prefix needed.
+        Failure::new(FailureClass::Resource, format!("{problem} (from {})", url::redact(&fetched.url)))
+            .at(Link::ResourceMetadata, "")
+    })?;
+    Ok((fetched.url.clone(), metadata))
+}
