@@ -61,7 +61,7 @@ pub fn main() -> i32 {
     report::init_logging(mode.quiet, std::env::var("RUST_LOG").ok());
     report::startup(&notices, unknown, signals.err());
     let config = Arc::new(config);
-    let conclusion = match launch(&config, proxies, started, tx) {
+    let conclusion = match launch(&config, proxies, mode.once, started, tx) {
         Ok(()) => {
             let (states, signal) = collect(&config, started + config.timeout + GRACE, &rx);
             let issuers: Vec<IssuerResult<'_>> = config
@@ -97,7 +97,13 @@ fn install_signal_handlers(tx: Sender<Event>) -> anyhow::Result<()> {
 }
 
 /// Starts one waiting thread per issuer, each reporting to `tx`.
-fn launch(config: &Arc<Config>, proxies: ProxySettings, started: Instant, tx: Sender<Event>) -> anyhow::Result<()> {
+fn launch(
+    config: &Arc<Config>,
+    proxies: ProxySettings,
+    once: bool,
+    started: Instant,
+    tx: Sender<Event>,
+) -> anyhow::Result<()> {
     let tls = TlsSettings::new(&config.extra_roots).context("cannot set up TLS verification")?;
     let client = Arc::new(HttpClient::new(tls, proxies, config.connect_to.clone()));
     let checks = Arc::new(Checks {
@@ -112,6 +118,7 @@ fn launch(config: &Arc<Config>, proxies: ProxySettings, started: Instant, tx: Se
         attempt_timeout: config.attempt_timeout,
         max_attempts: config.max_attempts,
         successes: config.successes,
+        start_spread: if once { Duration::ZERO } else { config.interval.min(config.timeout / 10) },
     };
     for (index, target) in config.targets.iter().cloned().enumerate() {
         let label = report::label(config, &target);

