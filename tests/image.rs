@@ -1,6 +1,8 @@
-//! What ships: the static musl binary alone in a scratch-like root, and the real image built from
-//! the Dockerfile's final stage with buildah and run with podman. These need root, buildah, podman
-//! and runc, which the test command (.ci/test) installs; they fail, not skip, without them.
+//! What ships, for both architectures: the static musl binaries (amd64 native, arm64 cross-built
+//! with Debian's gcc-aarch64-linux-gnu and run under qemu-aarch64-static), each within 2 MiB; the
+//! amd64 binary alone in a scratch-like root; the real images built from the Dockerfile's final
+//! stage with buildah (amd64 run with podman), and a manifest list holding both. These need root
+//! and the tools the test command (.ci/test) installs; they fail, not skip, without them.
 
 use crate::support::*;
 use std::os::unix::fs::PermissionsExt;
@@ -9,20 +11,24 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-const TRIPLE: &str = "x86_64-unknown-linux-musl";
+/// The architectures that ship, as the Dockerfile's TARGETARCH names them, with their Rust targets.
+const ARCHES: [(&str, &str); 2] = [("amd64", "x86_64-unknown-linux-musl"), ("arm64", "aarch64-unknown-linux-musl")];
 
-/// The release musl binary, brought up to date on first use (a no-op when the test command has
-/// just built it), so the image never tests a stale binary.
-fn static_binary() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
+/// The release musl binary for `arch`, brought up to date on first use (a no-op when the test
+/// command has just built it), so no test runs a stale binary. arm64 is cross-built with Debian's
+/// gcc-aarch64-linux-gnu, as C compiler for ring and as linker.
+fn static_binary(arch: &str) -> PathBuf {
+    static BUILT: [OnceLock<PathBuf>; 2] = [OnceLock::new(), OnceLock::new()];
+    let index = ARCHES.iter().position(|(a, _)| *a == arch).expect("a shipped architecture");
+    let triple = ARCHES[index].1;
+    BUILT[index]
         .get_or_init(|| {
             let root = Path::new(env!("CARGO_MANIFEST_DIR"));
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             // The environment cargo gives a test would change the build scripts' fingerprints
             // and rebuild ring each time; build with the shell's ordinary variables only.
             let mut build = Command::new(cargo);
-            build.args(["build", "--release", "--locked", "--target", TRIPLE]).current_dir(root).env_clear();
+            build.args(["build", "--release", "--locked", "--target", triple]).current_dir(root).env_clear();
             for (key, value) in std::env::vars_os() {
                 let key_str = key.to_string_lossy();
                 if matches!(key_str.as_ref(), "PATH" | "HOME")
@@ -32,9 +38,16 @@ fn static_binary() -> PathBuf {
                     build.env(key, value);
                 }
             }
+            if arch == "arm64" {
+                build.env("CC_aarch64_unknown_linux_musl", "aarch64-linux-gnu-gcc");
+                build.env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER", "aarch64-linux-gnu-gcc");
+            }
             let status = build.status().expect("run cargo");
-            assert!(status.success(), "static build failed (needs `rustup target add {TRIPLE}` and musl-tools)");
-            root.join("target").join(TRIPLE).join("release/wait-for-idp")
+            assert!(
+                status.success(),
+                "static build for {arch} failed (run the test command: it adds the target and installs the C toolchains)"
+            );
+            root.join("target").join(triple).join("release/wait-for-idp")
         })
         .clone()
 }
@@ -52,14 +65,25 @@ fn is_fully_static(path: &Path) -> bool {
     })
 }
 
-fn readable_by_anyone(path: &Path) {
+pub(crate) fn readable_by_anyone(path: &Path) {
     let mode = if path.is_dir() { 0o755 } else { 0o644 };
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 #[test]
+fn static_binaries_are_static_and_within_2_mib() {
+    for (arch, _) in ARCHES {
+        let bin = static_binary(arch);
+        assert!(is_fully_static(&bin), "{} is dynamically linked", bin.display());
+        let size = std::fs::metadata(&bin).unwrap().len();
+        assert!(size <= 2 * 1024 * 1024, "{arch}: {size} bytes, over 2.0 MiB");
+        eprintln!("{arch}: {size} bytes");
+    }
+}
+
+#[test]
 fn static_binary_runs_alone_in_a_scratch_like_root() {
-    let bin = static_binary();
+    let bin = static_binary("amd64");
     assert!(is_fully_static(&bin), "{} is dynamically linked", bin.display());
 
     let ca = TestCa::new();
@@ -101,32 +125,41 @@ fn require(tool: &str) {
     assert!(found, "{tool} is missing: run the test command (.ci/test), which installs buildah, podman and runc");
 }
 
-/// Builds the Dockerfile's real final stage once, from the prebuilt static binary.
-fn image() -> &'static str {
-    static IMAGE: OnceLock<String> = OnceLock::new();
-    IMAGE.get_or_init(|| {
-        require("buildah");
-        require("podman");
-        let context = tempfile::tempdir().unwrap().keep();
-        std::fs::create_dir_all(context.join("dist/amd64")).unwrap();
-        std::fs::copy(static_binary(), context.join("dist/amd64/wait-for-idp")).unwrap();
-        let dockerfile = Path::new(env!("CARGO_MANIFEST_DIR")).join("Dockerfile");
-        let tag = "localhost/wait-for-idp:test".to_string();
-        let out = Command::new("buildah")
-            .args(["--storage-driver", "vfs", "build", "--isolation", "chroot", "--build-arg", "BIN_STAGE=prebuilt"])
-            .args(["--build-arg", "TARGETARCH=amd64", "-f"])
-            .arg(&dockerfile)
-            .args(["-t", &tag])
-            .arg(&context)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "buildah build failed:\n{}", String::from_utf8_lossy(&out.stderr));
-        let _ = std::fs::remove_dir_all(&context);
-        tag
-    })
+pub(crate) fn buildah() -> Command {
+    let mut cmd = Command::new("buildah");
+    cmd.args(["--storage-driver", "vfs"]);
+    cmd
 }
 
-fn podman() -> Command {
+/// Builds the Dockerfile's real final stage for `arch` once, from the prebuilt static binary.
+pub(crate) fn image(arch: &str) -> String {
+    static IMAGES: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
+    let index = ARCHES.iter().position(|(a, _)| *a == arch).expect("a shipped architecture");
+    IMAGES[index]
+        .get_or_init(|| {
+            require("buildah");
+            require("podman");
+            let context = tempfile::tempdir().unwrap().keep();
+            std::fs::create_dir_all(context.join("dist").join(arch)).unwrap();
+            std::fs::copy(static_binary(arch), context.join("dist").join(arch).join("wait-for-idp")).unwrap();
+            let dockerfile = Path::new(env!("CARGO_MANIFEST_DIR")).join("Dockerfile");
+            let tag = format!("localhost/wait-for-idp:test-{arch}");
+            let out = buildah()
+                .args(["build", "--isolation", "chroot", "--platform", &format!("linux/{arch}")])
+                .args(["--build-arg", "BIN_STAGE=prebuilt", "--build-arg", &format!("TARGETARCH={arch}"), "-f"])
+                .arg(&dockerfile)
+                .args(["-t", &tag])
+                .arg(&context)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "buildah build failed:\n{}", String::from_utf8_lossy(&out.stderr));
+            let _ = std::fs::remove_dir_all(&context);
+            tag
+        })
+        .clone()
+}
+
+pub(crate) fn podman() -> Command {
     let mut cmd = Command::new("podman");
     cmd.args(["--storage-driver", "vfs", "--cgroup-manager", "cgroupfs", "--runtime", "runc"]);
     cmd
@@ -140,7 +173,7 @@ fn run_image(ca: &TestCa, args: &[&str]) -> Run {
     cmd.args(["run", "--rm", "--network", "host", "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=4096:4096"])
         .arg("-v")
         .arg(format!("{}:/ca/ca.pem:ro", ca.pem_path.display()))
-        .arg(image())
+        .arg(image("amd64"))
         .args(["--ca-file", "/ca/ca.pem"])
         .args(args);
     cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
@@ -149,9 +182,9 @@ fn run_image(ca: &TestCa, args: &[&str]) -> Run {
 
 #[test]
 fn image_is_scratch_with_only_the_binary_as_non_root() {
-    let tag = image();
+    let tag = image("amd64");
     let out = podman()
-        .args(["image", "inspect", "--format", "{{.Config.User}}|{{json .Config.Entrypoint}}|{{.Size}}", tag])
+        .args(["image", "inspect", "--format", "{{.Config.User}}|{{json .Config.Entrypoint}}|{{.Size}}", &tag])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -159,7 +192,7 @@ fn image_is_scratch_with_only_the_binary_as_non_root() {
     assert_eq!(parts[0], "65532:65532", "{text}");
     assert_eq!(parts[1], "[\"/wait-for-idp\"]", "{text}");
     let size: u64 = parts[2].parse().unwrap();
-    let binary = std::fs::metadata(static_binary()).unwrap().len();
+    let binary = std::fs::metadata(static_binary("amd64")).unwrap().len();
     assert!(size < binary + 64 * 1024, "the image holds little beyond the binary: {size} vs {binary}");
     let report = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sizes.txt");
     std::fs::write(&report, format!("binary {binary}\nimage {size}\n")).unwrap();
@@ -186,4 +219,63 @@ fn image_fails_open_then_closed_when_the_provider_is_down() {
     let r = run_image(&ca, &["--issuer", &iss, "--timeout", "2s", "--fail-closed"]);
     assert_eq!(r.code, Some(1), "{}", r.log());
     assert!(r.log().contains("failing closed"), "{}", r.log());
+}
+
+/// The arm64 binary, under qemu-aarch64-static, against the local TLS provider: ready, never
+/// ready on a TLS failure, and within its deadline against a provider that never answers.
+#[test]
+fn arm64_binary_under_qemu() {
+    let bin = static_binary("arm64");
+    let qemu = |args: &[&str]| {
+        let mut cmd = Command::new("qemu-aarch64-static");
+        cmd.arg(&bin).args(args).env_clear();
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        run(cmd)
+    };
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    let r = qemu(&["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once"]);
+    assert_exit(&r, 0);
+    assert!(r.stdout.contains(&format!("issuer                  {iss}")), "{}", r.stdout);
+
+    let r = qemu(&["--issuer", &iss, "--once"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["tls: certificate for localhost is signed by an unknown CA"]);
+
+    let silent = Provider::start(Mode::Silent, reply(|_, _| Reply::Hang));
+    let r = qemu(&["--issuer", &silent.issuer(""), "--ca-file", &ca.ca_arg(), "--timeout", "2s", "--fail-closed"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["last failure timeout: TLS handshake with localhost not complete within"]);
+    assert_within(&r, Duration::from_secs(2));
+}
+
+/// Both images, and a manifest list holding them, as `docker buildx --platform
+/// linux/amd64,linux/arm64` would push.
+#[test]
+fn images_for_both_architectures_and_a_manifest_list() {
+    let list = "localhost/wait-for-idp:test-multi";
+    let _ = buildah().args(["manifest", "rm", list]).output();
+    let created = buildah().args(["manifest", "create", list]).output().unwrap();
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    for (arch, _) in ARCHES {
+        let added =
+            buildah().args(["manifest", "add", list, &format!("containers-storage:{}", image(arch))]).output().unwrap();
+        assert!(added.status.success(), "{arch}: {}", String::from_utf8_lossy(&added.stderr));
+    }
+    let out = buildah().args(["manifest", "inspect", list]).output().unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut arches: Vec<String> = manifest["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!("{}/{}", m["platform"]["os"].as_str().unwrap(), m["platform"]["architecture"].as_str().unwrap())
+        })
+        .collect();
+    arches.sort();
+    assert_eq!(arches, ["linux/amd64", "linux/arm64"]);
+    let arm = podman().args(["image", "inspect", "--format", "{{.Architecture}}", &image("arm64")]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&arm.stdout).trim(), "arm64");
 }
