@@ -5,6 +5,7 @@
 mod support;
 
 mod chains;
+mod compose;
 mod documents;
 mod faults;
 mod field;
@@ -14,4 +15,5 @@ mod image;
 mod in_cluster;
 mod peer;
 mod properties;
+mod recipes;
 mod structure;
