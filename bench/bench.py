@@ -7,6 +7,7 @@ Every figure is measured in this run on the monotonic clock; nothing is estimate
 """
 
 import argparse
+import fcntl
 import concurrent.futures
 import http.server
 import json
@@ -259,11 +260,17 @@ def progress(message):
 
 
 def measure_sizes(args, certs, rows):
-    size = os.path.getsize(args.bin)
-    rows.append(("stripped static binary", f"{size:,} bytes ({size / 1048576:.2f} MiB)", "size ≤ 2.0 MiB",
-                 size <= 2 * 1048576))
+    """Each artifact's size against the 2 MiB target, and its sha256: a second build of the same
+    commit gives the same bytes (the test command checks it)."""
+    for line in (args.artifacts or f"amd64 {args.bin} 0 bytes sha256 ?").splitlines():
+        arch, path, _, _, _, digest = line.split()
+        size = os.path.getsize(path)
+        rows.append((f"static binary, {arch} (sha256 {digest[:16]}…)", f"{size:,} bytes ({size / 1048576:.2f} MiB)",
+                     "size ≤ 2.0 MiB", size <= 2 * 1048576))
     if args.image_size:
-        rows.append(("image (scratch + binary)", f"{args.image_size:,} bytes", "", None))
+        rows.append((f"image, amd64: scratch + binary ({args.image_digest or ''})", f"{args.image_size:,} bytes", "", None))
+    if args.rustc:
+        rows.append(("built with", args.rustc, "", None))
 
 
 def measure_one_check(args, certs, rows):
@@ -287,6 +294,15 @@ def measure_one_check(args, certs, rows):
             walls.append(wall)
             rss.append(peak)
         measured[name] = (median(walls), median(rss))
+    # The same provider without --once: the start spread (a random part of --interval, so that a
+    # herd does not arrive in one burst) comes before the first attempt.
+    spread = []
+    for k in range(args.runs):
+        progress(f"one check: wait-for-idp with defaults (no --once), run {k + 1} of {args.runs}")
+        wall, _, code = run_measured([args.bin, "--issuer", issuer, "--ca-file", str(certs / "ca.pem")])
+        if code != 0:
+            raise SystemExit(f"wait-for-idp (defaults) failed: exit {code}")
+        spread.append(wall)
     curl_wall = measured["curl -fsS --cacert"][0]
     for name, (wall, rss) in measured.items():
         target, ok = "", None
@@ -294,6 +310,8 @@ def measure_one_check(args, certs, rows):
             target, ok = "median RSS ≤ 3 MiB; median time ≤ 0.5× curl's", rss <= 3072 and wall <= 0.5 * curl_wall
         rows.append((f"one check: {name} (median of {args.runs})", f"{wall * 1000:.1f} ms, peak RSS {rss / 1024:.1f} MiB",
                      target, ok))
+    rows.append((f"ready provider, wait-for-idp with defaults, not --once ({args.runs} runs): the start spread",
+                 f"median {median(spread) * 1000:.0f} ms, max {max(spread) * 1000:.0f} ms", "", None))
     provider.close()
 
 
@@ -377,6 +395,176 @@ def measure_sigterm(args, certs, rows):
                  median(latencies) <= 0.02))
 
 
+
+class Nginx:
+    """Debian's nginx serving TLS on loopback: 503 until a flag file exists, then the document.
+    Every request is logged with its time ($msec), which is what the herd figures come from."""
+
+    def __init__(self, certs, workdir):
+        self.dir = Path(workdir)
+        self.port = free_port()
+        self.issuer = f"https://localhost:{self.port}"
+        os.chmod(self.dir, 0o755)
+        doc = json.dumps({
+            "issuer": self.issuer, "authorization_endpoint": f"{self.issuer}/auth",
+            "token_endpoint": f"{self.issuer}/token", "jwks_uri": f"{self.issuer}/jwks",
+            "response_types_supported": ["code"], "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["RS256"],
+        })
+        (self.dir / "nginx.conf").write_text(f"""
+worker_processes 2;
+pid {self.dir}/nginx.pid;
+error_log {self.dir}/error.log;
+events {{ worker_connections 8192; }}
+http {{
+  log_format stamp '$msec $status';
+  access_log {self.dir}/access.log stamp;
+  server {{
+    listen 127.0.0.1:{self.port} ssl;
+    ssl_certificate {certs}/leaf.pem;
+    ssl_certificate_key {certs}/leaf.key;
+    location = /.well-known/openid-configuration {{
+      default_type application/json;
+      if (-f {self.dir}/ready) {{ return 200 '{doc}'; }}
+      return 503 'starting';
+    }}
+  }}
+}}
+""")
+        subprocess.run(["nginx", "-c", str(self.dir / "nginx.conf")], check=True)
+        wait_for_port(self.port)
+
+    def ready(self):
+        (self.dir / "ready").write_text("")
+
+    def requests(self):
+        """(unix time, status) of every request so far."""
+        out = []
+        for line in (self.dir / "access.log").read_text().splitlines():
+            stamp, status = line.split()
+            out.append((float(stamp), int(status)))
+        return out
+
+    def stop(self):
+        subprocess.run(["nginx", "-c", str(self.dir / "nginx.conf"), "-s", "stop"], check=False)
+
+
+def wait_for_port(port):
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nothing listens on {port}")
+
+
+HERD_503_SECONDS = 6.0
+
+
+def herd(args, certs, n, who):
+    """n clients started together against nginx answering 503 for 6 s, then the document.
+    Returns requests per 100 ms slice of the 503 phase (from the first start), and per client:
+    lag after readiness and peak RSS (KiB)."""
+    work = Path(tempfile.mkdtemp())
+    server = Nginx(certs, work)
+    url = f"{server.issuer}/.well-known/openid-configuration"
+    if who == "wait-for-idp":
+        argv = [args.bin, "--issuer", server.issuer, "--ca-file", str(certs / "ca.pem"), "--timeout", "60s", "--quiet"]
+    else:
+        argv = ["sh", "-c", f"until curl -fsS -o /dev/null --cacert {certs / 'ca.pem'} {url}; do sleep 1; done"]
+    # Every client waits on a lock the bench holds, so all of them start the moment it is
+    # released, however long spawning a few hundred processes takes.
+    barrier = open(work / "start.lock", "w")
+    fcntl.flock(barrier, fcntl.LOCK_EX)
+    wrapped = ["sh", "-c", f'flock -s {work / "start.lock"} true; exec "$@"', "sh", *argv]
+    exits, procs = {}, []
+    for i in range(n):
+        rss_file = work / f"rss-{i}"
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *wrapped],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append((p, rss_file))
+
+        def waiter(p=p, i=i):
+            p.wait()
+            exits[i] = time.monotonic()
+
+        threading.Thread(target=waiter, daemon=True).start()
+    time.sleep(1.0 + n / 200)  # every client is waiting on the lock by now
+    first_start = time.time()
+    first_mono = time.monotonic()
+    fcntl.flock(barrier, fcntl.LOCK_UN)
+    barrier.close()
+    started_in = time.monotonic() - first_mono
+    time.sleep(0.05)
+    time.sleep(max(0.0, HERD_503_SECONDS - (time.monotonic() - first_mono)))
+    server.ready()
+    ready_mono, ready_wall = time.monotonic(), time.time()
+    for p, _ in procs:
+        p.wait(timeout=120)
+    time.sleep(0.2)
+    requests = server.requests()
+    server.stop()
+    phase = [t for t, status in requests if status == 503 and first_start <= t < ready_wall]
+    slices = [0] * int((ready_wall - first_start) * 10)
+    for t in phase:
+        slices[min(len(slices) - 1, int((t - first_start) * 10))] += 1
+    lags = [exits[i] - ready_mono for i in range(n)]
+    rss = [int(f.read_text().strip().splitlines()[-1]) for _, f in procs]
+    shutil.rmtree(work, ignore_errors=True)
+    return {"slices": slices, "lags": lags, "rss": rss, "started_in": started_in,
+            "rate": len(phase) / n / (ready_wall - first_start)}
+
+
+def measure_herd(args, certs, rows):
+    """A whole-cluster cold boot in miniature: the same herd of wait-for-idp gates and of curl
+    loops, side by side, against nginx; burst factor, per-gate rate, lag, total peak RSS."""
+    plotted = {}
+    for n in args.herd:
+        for who in ("wait-for-idp", "curl loop"):
+            runs = []
+            for k in range(args.herd_runs):
+                progress(f"herd: {n} x {who}, run {k + 1} of {args.herd_runs}")
+                runs.append(herd(args, certs, n, who))
+            bursts = [max(r["slices"]) / (sum(r["slices"]) / len(r["slices"])) for r in runs]
+            rates = [r["rate"] for r in runs]
+            lags = [x for r in runs for x in r["lags"]]
+            rss = median([sum(r["rss"]) for r in runs])
+            label = f"herd of {n}: {who} ({args.herd_runs} runs, started within {max(r['started_in'] for r in runs):.2f} s)"
+            target, ok = "", None
+            if who == "wait-for-idp" and n == 100:
+                target = "median burst ≤ 2.0; mean rate ≤ 1.2/s; lag median ≤ 0.55 s, p95 ≤ 1.1 s"
+                ok = (median(bursts) <= 2.0 and statistics.mean(rates) <= 1.2
+                      and median(lags) <= 0.55 and p95(lags) <= 1.1)
+            rows.append((label,
+                         f"burst {median(bursts):.2f}× (runs: {', '.join(f'{b:.2f}' for b in bursts)}); "
+                         f"{statistics.mean(rates):.2f} requests/s per client; lag median {median(lags):.3f} s, "
+                         f"p95 {p95(lags):.3f} s; total peak RSS {rss / 1024:.0f} MiB", target, ok))
+            if n == args.herd[0]:
+                plotted[who] = runs[0]["slices"]
+    if args.plot and plotted:
+        plot_herd(plotted, args.herd[0], Path(args.plot))
+
+
+def plot_herd(series, n, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(9, 3.6), dpi=110)
+    for who, slices in series.items():
+        mean = sum(slices) / len(slices)
+        ax.step([i / 10 for i in range(len(slices))], slices, where="post",
+                label=f"{who}: busiest 100 ms {max(slices) / mean:.1f}× the mean")
+    ax.set_xlabel("seconds since the first client started (provider answers 503 throughout)")
+    ax.set_ylabel("requests per 100 ms")
+    ax.set_title(f"{n} clients started together against one provider")
+    ax.legend(loc="upper right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    progress(f"herd plot written to {path}")
+
+
 MEASURES = {
     "sizes": measure_sizes,
     "one-check": measure_one_check,
@@ -384,6 +572,7 @@ MEASURES = {
     "load": measure_load,
     "deadline": measure_deadline,
     "sigterm": measure_sigterm,
+    "herd": measure_herd,
 }
 
 
@@ -393,10 +582,17 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True)
     parser.add_argument("--image-size", type=int)
+    parser.add_argument("--image-digest")
+    parser.add_argument("--artifacts", help="lines from .ci/build-static: arch path size bytes sha256 digest")
+    parser.add_argument("--rustc")
     parser.add_argument("--trials", type=int, default=40, help="lag trials for wait-for-idp")
     parser.add_argument("--baseline-trials", type=int, default=20, help="lag trials for each shell loop")
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--only", default=",".join(MEASURES), help="comma-separated: " + ", ".join(MEASURES))
+    parser.add_argument("--herd", type=lambda v: [int(x) for x in v.split(",")], default=[100, 300],
+                        help="herd sizes, comma-separated (the first is plotted)")
+    parser.add_argument("--herd-runs", type=int, default=3)
+    parser.add_argument("--plot", help="write the herd plot (PNG) here")
     args = parser.parse_args()
     random.seed(7)
     rows = []
