@@ -168,13 +168,18 @@ pub(crate) struct AttemptReport<'a> {
 }
 
 /// A draw from the equilibrium (forward-recurrence) distribution of the paced pause, scaled
-/// to `spread`: a uniform point inside a pause picked with probability proportional to its
-/// length. A pause is U(`PACED_LOW`, 1) intervals, so its length-biased draw is
-/// `√(a² + v·(1 − a²))` by inverting the CDF `(x² − a²)/(1 − a²)`.
+/// to `spread`. A pause is U(a, 1) intervals (a = `PACED_LOW`); the time from a random moment
+/// to the next attempt then has the density P(pause > x) / E[pause]: flat on [0, a), which
+/// holds a share a / E[pause] = 2a / (1 + a) of it, and falling linearly to 0 on [a, 1), where
+/// it is a triangle: the smaller of two uniform draws.
 fn first_delay(spread: Duration, jitter: &mut Jitter) -> Duration {
-    let a2 = PACED_LOW * PACED_LOW;
-    let biased = (a2 + jitter.between(0.0, 1.0) * (1.0 - a2)).sqrt();
-    spread.mul_f64(jitter.between(0.0, 1.0) * biased)
+    let flat_share = 2.0 * PACED_LOW / (1.0 + PACED_LOW);
+    let fraction = if jitter.between(0.0, 1.0) < flat_share {
+        jitter.between(0.0, PACED_LOW)
+    } else {
+        PACED_LOW + (1.0 - PACED_LOW) * jitter.between(0.0, 1.0).min(jitter.between(0.0, 1.0))
+    };
+    spread.mul_f64(fraction)
 }
 
 /// Attempts until ready, out of attempts, or out of time.
@@ -349,6 +354,39 @@ mod tests {
             for (i, (start, budget)) in starts.into_iter().enumerate() {
                 assert!(start + budget + UNWIND <= Duration::from_millis(7_300), "attempt budget crosses the deadline");
                 assert!(i == 0 || budget >= MIN_ATTEMPT, "cost {cost_ms}: attempt {i} squeezed into {budget:?}");
+            }
+        }
+    }
+
+    /// The wait ends with a reported attempt, just before the deadline, for any timeout from
+    /// a second to an hour, when every attempt hangs for all its budget (a black hole) or
+    /// fails at once: the last word is the last attempt's, never lost to the deadline.
+    #[test]
+    fn the_last_attempt_is_reported_before_any_deadline() {
+        for timeout_s in [1, 2, 5, 30, 300, 3_600] {
+            for hangs in [true, false] {
+                let time = FakeTime::new();
+                let timeout = Duration::from_secs(timeout_s);
+                let start_spread = Duration::from_secs(1).min(timeout / 10);
+                let s = Schedule { start_spread, ..schedule(&time, timeout_s * 1_000) };
+                let t = time.clone();
+                let mut attempt = |budget: Duration| {
+                    t.advance(if hangs { budget } else { Duration::from_millis(3) });
+                    Err(Failure::new(FailureClass::Timeout, format!("attempt ended at {:?}", t.at())))
+                };
+                let mut last = None;
+                let mut observe = |r: &AttemptReport<'_>, _: &Tally| last = Some((r.number, r.next));
+                let (clock, mut sleeper) = (time.clone(), time.clone());
+                let (v, tally) =
+                    wait_until_ready(&s, &clock, &mut sleeper, &mut Jitter::new(timeout_s), &mut attempt, &mut observe);
+                let case = format!("--timeout {timeout_s}s, hanging {hangs}");
+                assert_eq!(v, Verdict::DeadlineReached, "{case}");
+                assert_eq!(last, Some((tally.attempts, Next::Stop(Verdict::DeadlineReached))), "{case}");
+                let reported = tally.last_failure.expect("a last failure").detail;
+                assert_eq!(reported, format!("attempt ended at {:?}", time.at()), "{case}");
+                let ended = time.at();
+                assert!(ended + UNWIND <= timeout, "{case}: ended at {ended:?}");
+                assert!(ended + UNWIND + MIN_ATTEMPT >= timeout, "{case}: gave up early, at {ended:?}");
             }
         }
     }
