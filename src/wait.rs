@@ -115,9 +115,9 @@ pub(crate) struct Schedule {
     ///
     /// Spreading only the first *pause* leaves the first round a burst. A uniform first delay
     /// is nearly as good as it gets, but the second round (which starts 80 % of an interval
-    /// in) lands on the tail of the first: 36 % more than the mean load from 0.75 to 1 s, in
-    /// `a_herd_starts_spread_over_the_start_spread` (at 100 gates it is lost in the noise: 1.65 against 1.64 times,
-    /// measured). So the delay is drawn from the pause's *equilibrium* distribution, the time
+    /// in) lands on the tail of the first: 36 % more than the mean load from 0.75 to 1 s in
+    /// the test `a_herd_starts_spread_over_the_start_spread` (at 100 gates it is lost in the
+    /// noise: 1.65 against 1.64 times, measured). So the delay is drawn from the pause's *equilibrium* distribution, the time
     /// to the next attempt of a gate that had been polling for ever (see [`first_delay`]): the
     /// herd's load is then flat from its first request on and only the noise of independent
     /// clients is left. The price is the delay before a first attempt that would have passed
