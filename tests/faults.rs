@@ -233,7 +233,7 @@ fn ipv6_literal_issuers() {
         cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--metadata", kind, "--once"]);
         let r = run(cmd);
         if kind == "oidc" {
-            assert_eq!(r.code, Some(0), "{}", r.log());
+            assert_exit(&r, 0);
         } else {
             assert!(r.log().contains("HTTP 404"), "oauth looks elsewhere: {}", r.log());
         }
@@ -258,7 +258,7 @@ fn same_origin_redirects_are_followed() {
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once"]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     assert_eq!(p.count(), 5);
     assert!(r.stdout.contains(&format!("metadata                https://localhost:{port}/final")), "{}", r.stdout);
 }
@@ -319,7 +319,7 @@ fn https_proxy_tunnels_and_the_certificate_is_still_checked() {
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once"]).env("HTTPS_PROXY", &proxy_url);
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     assert_eq!(proxy.targets.lock().unwrap().len(), 1, "went through the proxy");
     assert!(proxy.targets.lock().unwrap()[0].starts_with(&format!("CONNECT localhost:{}", provider.port())));
 
@@ -331,7 +331,7 @@ fn https_proxy_tunnels_and_the_certificate_is_still_checked() {
             cmd.env("HTTPS_PROXY", &proxy_url);
         }
         let r = run(cmd);
-        assert_eq!(r.code, Some(0), "{}", r.log());
+        assert_exit(&r, 0);
         assert_eq!(proxy.targets.lock().unwrap().len(), 1, "{} bypasses the proxy", env.0);
     }
 
@@ -341,8 +341,8 @@ fn https_proxy_tunnels_and_the_certificate_is_still_checked() {
     let mut cmd = gate();
     cmd.args(["--issuer", &wrong, "--ca-file", &ca.ca_arg(), "--once"]).env("HTTPS_PROXY", &proxy_url);
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("certificate is for other.test"), "{}", r.log());
+    assert_exit(&r, 1);
+    assert_logged(&r, &["certificate is for other.test"]);
     assert_eq!(proxy.targets.lock().unwrap().len(), 2);
     assert!(!r.log().contains("s3cret"), "{}", r.log());
 }

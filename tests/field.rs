@@ -62,10 +62,10 @@ fn attempt_timeout_is_kept_by_the_waiter() {
     cmd.args(["--issuer", &silent.issuer(""), "--attempt-timeout", "1s"]);
     cmd.args(["--timeout", "3500ms", "--fail-closed", "--interval", "100ms"]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert_exit(&r, 1);
     let full = r.log().lines().filter(|l| l.contains("not complete within 1.00s")).count();
     assert!(full >= 3, "three whole 1 s attempts fit in 3.5 s: {}", r.log());
-    assert!(r.log().contains("not complete within 1.00s"), "{}", r.log());
+    assert_logged(&r, &["not complete within 1.00s"]);
 }
 
 /// A resolver that never answers: the attempt is class `dns`, not a bare timeout.
@@ -88,14 +88,14 @@ fn a_resolver_that_never_answers_is_class_dns() {
         .stderr(Stdio::piped());
     let r = run(cmd);
     drop(server);
-    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert_exit(&r, 1);
     assert!(
         r.log().contains("attempt 1: dns: no answer from the resolver within")
             && r.log().contains("(looking up idp.never-resolves.test)"),
         "{}",
         r.log()
     );
-    assert!(r.log().contains("last failure: dns"), "{}", r.log());
+    assert_logged(&r, &["last failure: dns"]);
     assert_within(&r, Duration::from_secs(2));
 }
 
@@ -115,8 +115,8 @@ fn a_connect_that_hangs_is_named_as_such() {
     let mut cmd = gate();
     cmd.args(["--issuer", &issuer_at("localhost", addr.port(), ""), "--timeout", "1500ms", "--fail-closed"]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("timeout: no TCP connection to "), "{}", r.log());
+    assert_exit(&r, 1);
+    assert_logged(&r, &["timeout: no TCP connection to "]);
     drop(held);
 }
 
@@ -138,7 +138,7 @@ fn relative_redirects_resolve_with_dot_segments_and_queries_holding_urls() {
     let mut cmd = gate_for(&ca, &iss);
     cmd.arg("--once");
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     let paths: Vec<String> = p.seen.lock().unwrap().iter().map(|r| r.path.clone()).collect();
     assert_eq!(paths, ["/realms/x/.well-known/openid-configuration", "/realms/y/doc?next=https://other/x", "/final"]);
 
@@ -148,8 +148,8 @@ fn relative_redirects_resolve_with_dot_segments_and_queries_holding_urls() {
     let mut cmd = gate_for(&ca, &away.issuer(""));
     cmd.arg("--once");
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("refused redirect to another origin (https://other.test/x)"), "{}", r.log());
+    assert_exit(&r, 1);
+    assert_logged(&r, &["refused redirect to another origin (https://other.test/x)"]);
 }
 
 // 4. Never abort, never block.
@@ -161,8 +161,8 @@ fn a_full_stdout_changes_nothing() {
     let mut cmd = gate_for(&ca, &iss);
     cmd.args(["--output", "json"]).stdout(std::fs::File::create("/dev/full").unwrap());
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("ready: "), "{}", r.log());
+    assert_exit(&r, 0);
+    assert_logged(&r, &["ready: "]);
 }
 
 #[test]
@@ -192,7 +192,7 @@ fn a_termination_log_that_is_a_fifo_does_not_block() {
     let mut cmd = gate_for(&ca, &iss);
     cmd.args(["--timeout", "5s", "--termination-log"]).arg(&fifo);
     let r = run_with_limit(cmd, Duration::from_secs(10));
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     assert!(r.elapsed < Duration::from_secs(2), "blocked on the FIFO: {:?}", r.elapsed);
     for odd in ["/dev/full", "/dev/null"] {
         let mut cmd = gate_for(&ca, &iss);
@@ -213,7 +213,7 @@ fn a_self_signed_ca_certificate_given_as_ca_file_is_accepted_with_name_and_dates
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--once", "--ca-file"]).arg(&pem);
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     drop(p);
 
     // Still checked: its name …
@@ -222,8 +222,8 @@ fn a_self_signed_ca_certificate_given_as_ca_file_is_accepted_with_name_and_dates
     let mut cmd = gate();
     cmd.args(["--issuer", &p.issuer(""), "--once", "--ca-file"]).arg(&pem);
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("certificate is for other.test, not localhost"), "{}", r.log());
+    assert_exit(&r, 1);
+    assert_logged(&r, &["certificate is for other.test, not localhost"]);
 
     // … and its validity period (webpki checks the dates before the CA flag).
     let (chain, pem) = self_signed_ca_cert(dir.path(), &["localhost"], (2020, 1, 1), (2021, 1, 1));
@@ -231,8 +231,8 @@ fn a_self_signed_ca_certificate_given_as_ca_file_is_accepted_with_name_and_dates
     let mut cmd = gate();
     cmd.args(["--issuer", &p.issuer(""), "--once", "--ca-file"]).arg(&pem);
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("has expired"), "{}", r.log());
+    assert_exit(&r, 1);
+    assert_logged(&r, &["has expired"]);
 }
 
 #[test]
@@ -274,7 +274,7 @@ fn p521_certificates_are_explained() {
         let r = run(cmd);
         let _ = server.kill();
         let _ = server.wait();
-        assert_eq!(r.code, Some(1), "{}", r.log());
+        assert_exit(&r, 1);
         assert!(r.log().contains(expected) && r.log().contains("P-521"), "{name}: {}", r.log());
         assert!(!r.log().contains("signature_algorithm_id"), "no debug dump: {}", r.log());
     }
@@ -287,8 +287,8 @@ fn an_ip_address_listed_only_as_a_dns_name_is_explained() {
     let mut cmd = gate_for(&ca, &issuer_at("127.0.0.1", p.port(), ""));
     cmd.arg("--once");
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("certificate lists 127.0.0.1 as a DNS name, not as an IP address"), "{}", r.log());
+    assert_exit(&r, 1);
+    assert_logged(&r, &["certificate lists 127.0.0.1 as a DNS name, not as an IP address"]);
     assert!(!r.log().contains("not 127.0.0.1"), "{}", r.log());
 }
 
@@ -304,7 +304,7 @@ fn a_required_client_certificate_is_class_tls_over_tls_1_2_and_1_3() {
             let mut cmd = gate_for(&ca, &p.issuer(""));
             cmd.arg("--once");
             let r = run(cmd);
-            assert_eq!(r.code, Some(1), "{}", r.log());
+            assert_exit(&r, 1);
             assert!(
                 r.log().contains("attempt 1: tls: localhost requires a client certificate (mutual TLS)"),
                 "TLS 1.2 only: {tls12_only}: {}",
@@ -346,12 +346,12 @@ fn retry_after_is_honoured_in_both_forms() {
         let mut cmd = gate_for(&ca, &iss);
         cmd.args(["--interval", "200ms", "--timeout", "20s"]);
         let r = run(cmd);
-        assert_eq!(r.code, Some(0), "{}", r.log());
+        assert_exit(&r, 0);
         assert_eq!(p.count(), 2);
         let times = seen.lock().unwrap();
         let gap = times[1] - times[0];
         assert!(gap >= Duration::from_millis(1_900), "{form}: asked to wait, came back after {gap:?}");
-        assert!(r.log().contains("honoured; next in"), "{}", r.log());
+        assert_logged(&r, &["honoured; next in"]);
     }
 }
 
@@ -369,7 +369,7 @@ fn retry_after_never_costs_the_final_attempt() {
     let mut cmd = gate_for(&ca, &p.issuer(""));
     cmd.args(["--timeout", "2s", "--fail-closed"]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert_exit(&r, 1);
     assert_eq!(p.count(), 2, "the last attempt is still made before the deadline:\n{}", r.log());
     assert!(r.log().contains("Retry-After 30.0s honoured"), "capped at 30 s: {}", r.log());
     assert_within(&r, Duration::from_secs(2));
@@ -389,7 +389,7 @@ fn oauth2_proxy_issuer_variable_is_one_url_taken_as_it_is() {
     let mut cmd = gate();
     cmd.env("OAUTH2_PROXY_OIDC_ISSUER_URL", format!("{iss} ")).arg("--once");
     let r = run(cmd);
-    assert_eq!(r.code, Some(2), "{}", r.log());
+    assert_exit(&r, 2);
     assert!(
         r.log().contains("OAUTH2_PROXY_OIDC_ISSUER_URL") && r.log().contains("trailing white space"),
         "{}",
@@ -408,8 +408,8 @@ fn duplicate_issuer_members_are_ambiguous() {
     let mut cmd = gate_for(&ca, &iss);
     cmd.arg("--once");
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("json: the document has 2 \"issuer\" members (\"Issuer\", \"issuer\")"), "{}", r.log());
+    assert_exit(&r, 1);
+    assert_logged(&r, &["json: the document has 2 \"issuer\" members (\"Issuer\", \"issuer\")"]);
 }
 
 #[test]
@@ -419,9 +419,9 @@ fn the_same_issuer_twice_is_polled_once() {
     let mut cmd = gate_for(&ca, &iss);
     cmd.args(["--issuer", &iss]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     assert_eq!(p.count(), 1);
-    assert!(r.log().contains("is given twice; it is polled once"), "{}", r.log());
+    assert_logged(&r, &["is given twice; it is polled once"]);
 }
 
 // 8. Messages that misled.
@@ -434,8 +434,8 @@ fn messages_say_what_is_actually_wrong() {
     let mut cmd = gate_for(&ca, &iss.replace("localhost", "LocalHost"));
     cmd.arg("--once");
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("the hosts differ in case") && r.log().contains("byte for byte"), "{}", r.log());
+    assert_exit(&r, 1);
+    assert_logged(&r, &["the hosts differ in case", "byte for byte"]);
     assert!(!r.log().contains("the paths differ"), "{}", r.log());
     assert!(!r.log().contains(" left)"), "--once has no time left to speak of: {}", r.log());
 
@@ -451,7 +451,7 @@ fn messages_say_what_is_actually_wrong() {
     let mut cmd = gate_for(&ca, &gz.issuer(""));
     cmd.arg("--once");
     let r = run(cmd);
-    assert!(r.log().contains("body: the body is gzip-encoded although"), "{}", r.log());
+    assert_logged(&r, &["body: the body is gzip-encoded although"]);
     assert!(!r.log().contains("UTF-8"), "{}", r.log());
 
     // 401 on discovery: a wrong path or a disabled issuer, not only a network policy.
@@ -459,7 +459,7 @@ fn messages_say_what_is_actually_wrong() {
     let mut cmd = gate_for(&ca, &locked.issuer(""));
     cmd.arg("--once");
     let r = run(cmd);
-    assert!(r.log().contains("check the path") && r.log().contains("enabled"), "{}", r.log());
+    assert_logged(&r, &["check the path", "enabled"]);
 
     // --check-jwks where only HS256 is offered: no key can ever exist.
     let slot = Reserved::new();
@@ -476,7 +476,7 @@ fn messages_say_what_is_actually_wrong() {
     let mut cmd = gate_for(&ca, &hs_iss);
     cmd.args(["--once", "--check-jwks"]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert_exit(&r, 1);
     assert!(
         r.log().contains("only with HS256 (a shared secret), so no public key exists to check: drop --check-jwks"),
         "{}",
@@ -495,7 +495,7 @@ fn bad_urls_say_how_to_write_them() {
         let mut cmd = gate();
         cmd.args(["--issuer", issuer]);
         let r = run(cmd);
-        assert_eq!(r.code, Some(2), "{}", r.log());
+        assert_exit(&r, 2);
         assert!(r.log().contains(expected), "{expected}: {}", r.log());
     }
 }

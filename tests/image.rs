@@ -102,7 +102,7 @@ fn static_binary_runs_alone_in_a_scratch_like_root() {
     cmd.arg(&root).args(["/wait-for-idp", "--issuer", &iss, "--ca-file", "/ca/ca.pem", "--once"]);
     cmd.env_clear().stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     assert!(r.stdout.contains(&format!("issuer                  {iss}")), "{}", r.stdout);
 
     let files: Vec<String> =
@@ -204,8 +204,8 @@ fn image_passes_against_a_ready_provider() {
     let ca = TestCa::new();
     let (_p, iss) = ready_provider(&ca, "localhost", "");
     let r = run_image(&ca, &["--issuer", &iss, "--timeout", "20s"]);
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("ready: "), "{}", r.log());
+    assert_exit(&r, 0);
+    assert_logged(&r, &["ready: "]);
 }
 
 #[test]
@@ -214,11 +214,11 @@ fn image_fails_open_then_closed_when_the_provider_is_down() {
     let closed = Reserved::new();
     let iss = closed.issuer("");
     let r = run_image(&ca, &["--issuer", &iss, "--timeout", "2s"]);
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("failing open") && r.log().contains("timeout of 2.00s used up"), "{}", r.log());
+    assert_exit(&r, 0);
+    assert_logged(&r, &["failing open", "timeout of 2.00s used up"]);
     let r = run_image(&ca, &["--issuer", &iss, "--timeout", "2s", "--fail-closed"]);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("failing closed"), "{}", r.log());
+    assert_exit(&r, 1);
+    assert_logged(&r, &["failing closed"]);
 }
 
 /// The arm64 binary, under qemu-aarch64-static, against the local TLS provider: ready, never

@@ -20,7 +20,7 @@ fn connect_to_keeps_the_public_name_for_tls_and_host() {
     let mut cmd = gate();
     cmd.args(["--issuer", public, "--ca-file", &ca.ca_arg(), "--connect-to", &rule, "--once"]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     assert_eq!(p.seen.lock().unwrap()[0].header("host"), Some("sso.example.test"));
 
     // The certificate is still checked against the public name, not the address connected to.
@@ -35,8 +35,8 @@ fn connect_to_keeps_the_public_name_for_tls_and_host() {
         "--once",
     ]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
-    assert!(r.log().contains("not sso.example.test"), "{}", r.log());
+    assert_exit(&r, 1);
+    assert_logged(&r, &["not sso.example.test"]);
 }
 
 #[test]
@@ -67,7 +67,7 @@ fn bearer_token_goes_to_the_discovery_origin_only_and_is_never_printed() {
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--check-jwks", "--once", "--token-file"]).arg(&token_file);
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     assert_eq!(keys.seen.lock().unwrap()[0].header("authorization"), None, "token sent cross-origin");
     assert!(!r.log().contains(secret) && !r.stdout.contains(secret));
 
@@ -76,7 +76,7 @@ fn bearer_token_goes_to_the_discovery_origin_only_and_is_never_printed() {
     cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once"]);
     let r = run(cmd);
     assert_eq!(r.code, Some(1));
-    assert!(r.log().contains("HTTP 401"), "{}", r.log());
+    assert_logged(&r, &["HTTP 401"]);
     drop(api);
 }
 
@@ -105,7 +105,7 @@ fn token_file_is_reread_on_every_attempt() {
         .arg(&token_file);
     let r = run(cmd);
     rotate.join().unwrap();
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     let seen: Vec<String> =
         p.seen.lock().unwrap().iter().filter_map(|r| r.header("authorization").map(String::from)).collect();
     assert_eq!(seen.first().map(String::as_str), Some("Bearer old-token"));
@@ -139,7 +139,7 @@ fn empty_or_failing_jwks_is_not_ready() {
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--check-jwks", "--interval", "150ms", "--output", "json"]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     let log = r.log();
     assert!(log.contains("attempt 1: jwks: HTTP 500") && log.contains("Dex answers 500"), "{log}");
     assert!(log.contains("attempt 2: jwks: JWK Set has no \"keys\" array"), "{log}");
@@ -179,10 +179,10 @@ fn several_issuers_all_must_be_ready_one_late() {
         "json",
     ]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     assert!(r.elapsed >= Duration::from_millis(1400), "waited for the late one: {:?}", r.elapsed);
-    assert!(r.log().contains(&format!("[{iss_b}] attempt 1: http-status: HTTP 503")), "{}", r.log());
-    assert!(r.log().contains(&format!("ready: {iss_a}, {iss_b}")), "{}", r.log());
+    assert_logged(&r, &[&format!("[{iss_b}] attempt 1: http-status: HTTP 503")]);
+    assert_logged(&r, &[&format!("ready: {iss_a}, {iss_b}")]);
     let json: Value = serde_json::from_str(r.stdout.trim()).unwrap();
     assert_eq!(json["outcome"], "ready");
     assert_eq!(json["issuers"].as_array().unwrap().len(), 2);
@@ -204,7 +204,7 @@ fn several_issuers_all_must_be_ready_one_late() {
         "json",
     ]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(1), "{}", r.log());
+    assert_exit(&r, 1);
     assert_within(&r, Duration::from_secs(1));
     let json: Value = serde_json::from_str(r.stdout.trim()).unwrap();
     assert_eq!(json["outcome"], "not-ready");
@@ -212,7 +212,7 @@ fn several_issuers_all_must_be_ready_one_late() {
     assert_eq!(json["issuers"][0]["ready"], true);
     assert_eq!(json["issuers"][1]["ready"], false);
     assert_eq!(json["issuers"][1]["last_failure"]["class"], "connect");
-    assert!(r.log().contains(&format!("not ready: {never_iss} (timeout of 1.00s used up")), "{}", r.log());
+    assert_logged(&r, &[&format!("not ready: {never_iss} (timeout of 1.00s used up")]);
 }
 
 #[test]
@@ -231,9 +231,9 @@ fn flapping_provider_needs_consecutive_successes() {
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--successes", "3", "--interval", "100ms"]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     assert_eq!(p.count(), 8, "ready only after requests 6, 7 and 8 passed in a row\n{}", r.log());
-    assert!(r.log().contains("(2 consecutive;"), "{}", r.log());
+    assert_logged(&r, &["(2 consecutive;"]);
 }
 
 #[test]
@@ -246,8 +246,8 @@ fn oauth2_proxy_variables_configure_the_gate() {
         .env("OAUTH2_PROXY_CLIENT_ID", "ignored")
         .arg("--once");
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("issuer read from OAUTH2_PROXY_OIDC_ISSUER_URL"), "{}", r.log());
+    assert_exit(&r, 0);
+    assert_logged(&r, &["issuer read from OAUTH2_PROXY_OIDC_ISSUER_URL"]);
 
     // The proxy's own switch to skip the issuer check is honoured too.
     let mut cmd = gate();
@@ -256,8 +256,8 @@ fn oauth2_proxy_variables_configure_the_gate() {
         .env("OAUTH2_PROXY_INSECURE_OIDC_SKIP_ISSUER_VERIFICATION", "true")
         .arg("--once");
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
-    assert!(r.log().contains("--skip-issuer-check"), "{}", r.log());
+    assert_exit(&r, 0);
+    assert_logged(&r, &["--skip-issuer-check"]);
 }
 
 #[test]
@@ -267,7 +267,7 @@ fn json_output_parses_and_matches_the_outcome() {
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
     let r = run(cmd);
-    assert_eq!(r.code, Some(0), "{}", r.log());
+    assert_exit(&r, 0);
     let json: Value = serde_json::from_str(r.stdout.trim()).expect("stdout is one JSON object");
     assert_eq!(json["outcome"], "ready");
     assert_eq!(json["exit_code"], 0);
