@@ -2,7 +2,7 @@
 //! the MCP order), judged by the specification of the URL that served it, and with
 //! `--check-jwks` a usable key in its JWK Set.
 
-use super::{Attempt, Failure, FailureClass, Link, ServerReady, status_failure, unasked_encoding};
+use super::{Attempt, Failure, FailureClass, Link, ServerReady, usable_body};
 use crate::config::{MetadataKind, Rules};
 use crate::discovery::{self, Document, DocumentProblem};
 use crate::http::Fetched;
@@ -50,13 +50,8 @@ pub(super) fn discover(
 
 /// Judges a complete response by `rules`.
 pub(super) fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<ServerReady, Failure> {
-    if fetched.status != 200 {
-        return Err(status_failure(fetched));
-    }
-    if let Some(encoding) = &fetched.content_encoding {
-        return Err(Failure::new(FailureClass::Body, unasked_encoding(encoding)));
-    }
-    let document = discovery::validate_document(&fetched.body, issuer, rules).map_err(|problem| {
+    let body = usable_body(fetched)?;
+    let document = discovery::validate_document(body, issuer, rules).map_err(|problem| {
         let class = match &problem {
             DocumentProblem::NotUtf8 { .. } => FailureClass::Body,
             DocumentProblem::Json(_) | DocumentProblem::Duplicate(_) => FailureClass::Json,
@@ -103,14 +98,11 @@ fn check_jwks(at: &Attempt<'_>, document: &Document, context: &str) -> Result<us
         return Err(jwks(format!("jwks_uri {:?} {p}", url::redact(uri))));
     }
     let fetched = at.fetch(Link::Jwks, context, uri)?;
-    if fetched.status != 200 {
+    let body = usable_body(&fetched).map_err(|f| {
         let hint = if fetched.status >= 500 { " (Dex answers 500 until its first signing key exists)" } else { "" };
-        return Err(jwks(format!("{}{hint}", status_failure(&fetched).detail)));
-    }
-    if let Some(encoding) = &fetched.content_encoding {
-        return Err(jwks(unasked_encoding(encoding)));
-    }
-    jwks::validate_jwks(&fetched.body, &document.id_token_signing_alg_values_supported)
+        jwks(format!("{}{hint}", f.detail))
+    })?;
+    jwks::validate_jwks(body, &document.id_token_signing_alg_values_supported)
         .map_err(|p| jwks(format!("{p} (from {})", url::redact(uri))))
 }
 

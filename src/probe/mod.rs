@@ -334,6 +334,18 @@ fn status_detail(fetched: &Fetched) -> String {
     detail
 }
 
+/// The body of a response that counts: a `200` whose body is as sent. Anything else is class
+/// `http-status` (keeping the provider's `Retry-After`) or `body`, whichever link it came from.
+fn usable_body(fetched: &Fetched) -> Result<&[u8], Failure> {
+    if fetched.status != 200 {
+        return Err(status_failure(fetched));
+    }
+    if let Some(encoding) = &fetched.content_encoding {
+        return Err(Failure::new(FailureClass::Body, unasked_encoding(encoding)));
+    }
+    Ok(&fetched.body)
+}
+
 fn unasked_encoding(encoding: &str) -> String {
     format!(
         "the body is {encoding}-encoded although the gate asked for no encoding (it sends no Accept-Encoding); \

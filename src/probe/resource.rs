@@ -2,7 +2,7 @@
 //! authorization specification): its metadata, that the metadata names it exactly and lists
 //! authorization servers, and that every one of them is ready by `auto` discovery.
 
-use super::{Attempt, Failure, FailureClass, Link, Ready, issuer, status_failure, unasked_encoding};
+use super::{Attempt, Failure, FailureClass, Link, Ready, issuer, usable_body};
 use crate::config::MetadataKind;
 use crate::http::Fetched;
 use crate::resource::{self, ResourceMetadata};
@@ -59,14 +59,8 @@ fn find_metadata(at: &Attempt<'_>, target: &str) -> Result<(String, ResourceMeta
 }
 
 fn judge(fetched: &Fetched, target: &str) -> Result<(String, ResourceMetadata), Failure> {
-    let failure = |f: Failure| f.at(Link::ResourceMetadata, CONTEXT);
-    if fetched.status != 200 {
-        return Err(failure(status_failure(fetched)));
-    }
-    if let Some(encoding) = &fetched.content_encoding {
-        return Err(failure(Failure::new(FailureClass::Body, unasked_encoding(encoding))));
-    }
-    let metadata = resource::validate(&fetched.body, target).map_err(|problem| {
+    let body = usable_body(fetched).map_err(|f| f.at(Link::ResourceMetadata, CONTEXT))?;
+    let metadata = resource::validate(body, target).map_err(|problem| {
         // The problem names the metadata itself; no prefix needed.
         Failure::new(FailureClass::Resource, format!("{problem} (from {})", url::redact(&fetched.url)))
             .at(Link::ResourceMetadata, "")
