@@ -71,7 +71,7 @@ pub fn main() -> i32 {
                 .map(|(target, (verdict, tally))| IssuerResult { target, verdict: *verdict, tally })
                 .collect();
             match signal {
-                Some(sig) => report::interrupted(&config, mode, &issuers, sig, started.elapsed()),
+                Some(sig) => report::interrupted(&config, &issuers, sig, started.elapsed()),
                 None => report::conclude(&config, mode, &issuers, started.elapsed()),
             }
         }

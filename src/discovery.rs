@@ -361,7 +361,7 @@ pub(crate) fn issuer_mismatch_hint(expected: &str, found: &str) -> String {
             "they differ only in letter case; the issuer is compared byte for byte, so configure exactly {found:?}"
         );
     }
-    let host_of = |u: &str| url::split(u).ok().map(|p| p.authority.to_ascii_lowercase());
+    let host_of = |u| authority(u).map(str::to_ascii_lowercase);
     if host_of(expected) != host_of(found) || expected.split("://").next() != found.split("://").next() {
         return "the provider builds its issuer from its public URL (Keycloak: KC_HOSTNAME or the realm's \
                 frontend URL) or from the request's Host; keep --issuer as the public issuer your client \

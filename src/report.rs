@@ -575,13 +575,7 @@ pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'
 }
 
 /// The conclusion of a wait ended by SIGTERM or SIGINT.
-pub(crate) fn interrupted(
-    config: &Config,
-    _mode: RunMode,
-    issuers: &[IssuerResult<'_>],
-    signal: i32,
-    elapsed: Duration,
-) -> Conclusion {
+pub(crate) fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal: i32, elapsed: Duration) -> Conclusion {
     let name = if signal == signal_hook::consts::SIGINT { "SIGINT" } else { "SIGTERM" };
     let attempts: u32 = issuers.iter().map(|r| r.tally.attempts).sum();
     let outcome = Outcome::Interrupted(signal);

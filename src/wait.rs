@@ -117,12 +117,13 @@ pub(crate) struct Schedule {
     /// is nearly as good as it gets, but the second round (which starts 80 % of an interval
     /// in) lands on the tail of the first: 36 % more than the mean load from 0.75 to 1 s in
     /// the test `a_herd_starts_spread_over_the_start_spread` (at 100 gates it is lost in the
-    /// noise: 1.65 against 1.64 times, measured). So the delay is drawn from the pause's *equilibrium* distribution, the time
-    /// to the next attempt of a gate that had been polling for ever (see [`first_delay`]): the
-    /// herd's load is then flat from its first request on and only the noise of independent
-    /// clients is left. The price is the delay before a first attempt that would have passed
-    /// (0.45 s on average with the defaults, less than a uniform one's 0.5 s), so it is at most
-    /// one interval, at most a tenth of the timeout, and none for `--once`.
+    /// noise: 1.65 against 1.64 times, measured). So the delay is drawn from the pause's
+    /// *equilibrium* distribution, the time to the next attempt of a gate that had been polling
+    /// for ever (see [`first_delay`]): the herd's load is then flat from its first request on and
+    /// only the noise of independent clients is left. The price is the delay before a first
+    /// attempt that would have passed (0.45 s on average with the defaults, less than a uniform
+    /// one's 0.5 s), so it is at most one interval, at most a tenth of the timeout, and none for
+    /// `--once`.
     pub(crate) start_spread: Duration,
     pub(crate) interval: Duration,
     pub(crate) attempt_timeout: Duration,
