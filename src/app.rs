@@ -104,13 +104,14 @@ fn launch(
     started: Instant,
     tx: Sender<Event>,
 ) -> anyhow::Result<()> {
-    let tls = TlsSettings::new(&config.extra_roots).context("cannot set up TLS verification")?;
+    let tls = TlsSettings::new(config.trust.mozilla, &config.trust.roots).context("cannot set up TLS verification")?;
     let client = Arc::new(HttpClient::new(tls, proxies, config.connect_to.clone()));
     let checks = Arc::new(Checks {
         rules: config.rules,
         check_jwks: config.check_jwks,
         jwks_url: config.jwks_url.clone(),
         token_file: config.token_file.clone(),
+        proxy_skips_verify: config.proxy_skips_verify,
     });
     let schedule = Schedule {
         deadline: started + config.timeout,

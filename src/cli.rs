@@ -82,7 +82,9 @@ pub(crate) struct Cli {
     #[arg(long)]
     pub(crate) strict: bool,
 
-    /// PEM file of CA certificates trusted in addition to Mozilla's roots; repeatable (env:
+    /// PEM file of CA certificates trusted in addition to Mozilla's roots, SSL_CERT_FILE and
+    /// SSL_CERT_DIR (from OAUTH2_PROXY_PROVIDER_CA_FILES: instead of them, unless
+    /// OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE=true, as oauth2-proxy does); repeatable (env:
     /// comma-separated)
     #[arg(long, value_name = "PATH")]
     pub(crate) ca_file: Vec<String>,

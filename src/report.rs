@@ -82,7 +82,7 @@ pub(crate) fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally
         }
         Next::Pause { pause, retry_after: None } => format!("next in {}, {} left", secs(pause), secs(report.left)),
         Next::Stop(Verdict::Ready) => String::new(),
-        Next::Stop(Verdict::AttemptsExhausted) => "last attempt".into(),
+        Next::Stop(Verdict::AttemptsExhausted | Verdict::Conclusive) => "last attempt".into(),
         Next::Stop(Verdict::DeadlineReached) => "no time left for another attempt".into(),
     };
     match report.outcome {
@@ -131,6 +131,7 @@ pub(crate) fn not_ready_reason(verdict: Verdict, tally: &Tally, config: &Config)
             format!("timeout of {} used up", secs(config.timeout))
         }
         Verdict::AttemptsExhausted => format!("all {} attempt(s) used", tally.attempts),
+        Verdict::Conclusive => "certificate rejected, a check oauth2-proxy skips".into(),
     }
 }
 
@@ -201,7 +202,13 @@ fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]
         if r.strict { ", strict" } else { "" },
         if r.skip_issuer_check { ", issuer check skipped" } else { "" }
     ));
-    out.push_str(&format!("extra CA certs  {}\n", config.extra_roots.len()));
+    let trust = &config.trust;
+    if trust.mozilla {
+        out.push_str("trust           Mozilla's roots\n");
+    }
+    for (source, path, n) in &trust.sources {
+        out.push_str(&format!("trust           {source} {path}: {n} certificate(s)\n"));
+    }
     out.push_str(&format!(
         "timing          timeout {}, interval {}, attempt timeout {}, max attempts {}\n",
         secs(config.timeout),
@@ -214,8 +221,9 @@ fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]
         if config.fail_closed { "fail closed (exit 1)" } else { "fail open (exit 0)" }
     ));
     for notice in notices {
-        if let Notice::Warning(w) = notice {
-            out.push_str(&format!("warning         {w}\n"));
+        match notice {
+            Notice::Warning(w) => out.push_str(&format!("warning         {w}\n")),
+            Notice::Note(n) => out.push_str(&format!("note            {n}\n")),
         }
     }
     out
@@ -346,7 +354,8 @@ impl<'a> IssuerSummary<'a> {
             verdict: match r.verdict {
                 Some(Verdict::Ready) => "ready",
                 Some(Verdict::DeadlineReached) | None => "deadline-reached",
-                Some(Verdict::AttemptsExhausted) => "attempts-exhausted",
+                // No further attempt: the documented word for it.
+                Some(Verdict::AttemptsExhausted | Verdict::Conclusive) => "attempts-exhausted",
             },
             attempts: r.tally.attempts,
             failures: r.tally.failures.iter().map(|(class, n)| (class.as_str(), *n)).collect(),

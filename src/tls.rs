@@ -1,11 +1,12 @@
-//! TLS with rustls: Mozilla's roots plus the user's CA files, always verified, and failures said
-//! so that the reader knows what to change.
+//! TLS with rustls: Mozilla's roots plus the user's CA files and Go's `SSL_CERT_FILE` and
+//! `SSL_CERT_DIR` (or, as oauth2-proxy does, its CA files alone), always verified, and failures
+//! said so that the reader knows what to change.
 //!
 //! ureq's own rustls connector can trust either Mozilla's roots or a given list, not both, so
 //! this module supplies the connector. There is deliberately no way to switch verification off.
 //! The one widening is what Go and curl also accept: a server certificate that is byte for byte
-//! one of the `--ca-file` certificates (the self-signed certificate people hand to oauth2-proxy's
-//! `--provider-ca-file`), still checked for its name and validity period.
+//! one of the trusted certificates beyond Mozilla's (the self-signed certificate people hand to
+//! oauth2-proxy's `--provider-ca-file`), still checked for its name and validity period.
 
 use crate::progress::{Progress, Stage};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -32,13 +33,15 @@ pub(crate) struct TlsSettings {
 }
 
 impl TlsSettings {
-    /// Mozilla's roots plus `extra_roots` (already checked one by one when the configuration
-    /// was read).
+    /// Mozilla's roots (when `mozilla`) plus `extra_roots` (already checked one by one when the
+    /// configuration was read).
     pub(crate) fn new(
+        mozilla: bool,
         extra_roots: &[CertificateDer<'static>],
     ) -> Result<TlsSettings, rustls::client::VerifierBuilderError> {
         let provider = Arc::new(verify_only_provider());
-        let mut roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        let mozilla = if mozilla { webpki_roots::TLS_SERVER_ROOTS } else { &[] };
+        let mut roots = RootCertStore { roots: mozilla.to_vec() };
         let (_added, _ignored) = roots.add_parsable_certificates(extra_roots.iter().cloned());
         let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build()?;
         Ok(TlsSettings { provider, verifier: Arc::new(GateVerifier { webpki, pinned: extra_roots.to_vec() }) })
@@ -134,9 +137,10 @@ impl rustls::crypto::KeyProvider for NoPrivateKeys {
 }
 
 /// webpki's verification, plus one case it refuses: a server certificate that is byte-identical
-/// to a `--ca-file` certificate but marked `CA:TRUE` (what `openssl req -x509` makes), which
-/// webpki calls `CaUsedAsEndEntity`. webpki checks the validity period before the CA flag, so
-/// that error means the dates were fine (a test holds this); the name is checked here.
+/// to a trusted certificate beyond Mozilla's (a CA file's, `SSL_CERT_*`'s) but marked `CA:TRUE`
+/// (what `openssl req -x509` makes), which webpki calls `CaUsedAsEndEntity`. webpki checks the
+/// validity period before the CA flag, so that error means the dates were fine (a test holds
+/// this); the name is checked here.
 #[derive(Debug)]
 struct GateVerifier {
     webpki: Arc<WebPkiServerVerifier>,

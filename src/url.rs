@@ -60,6 +60,8 @@ pub fn bare_host(host: &str) -> &str {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Problem {
     Empty,
+    /// `{{`: a Helm or Go template that reached the gate unrendered.
+    Template,
     /// Leading or trailing white space, which a client given the same value would not strip.
     SurroundingSpace,
     TooLong(usize),
@@ -80,6 +82,11 @@ impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Problem::Empty => write!(f, "is empty; give a URL such as https://sso.example.com/realms/NAME"),
+            Problem::Template => write!(
+                f,
+                "contains '{{{{': an unrendered Helm/Go template; the oauth2-proxy chart does not render templates in \
+                 extraInitContainers (it writes them with plain toYaml), so write the URL itself"
+            ),
             Problem::SurroundingSpace => write!(
                 f,
                 "has leading or trailing white space; remove it (the client would use the value as it is, space and all)"

@@ -12,7 +12,8 @@
 //!   interval, at random, so a cold-booting cluster's gates do not poll in lock-step and a
 //!   struggling provider or DNS server gets about one request a second from each;
 //! - a 429 or 503 with `Retry-After` waits what it asks, up to [`RETRY_AFTER_CAP`], plus a random
-//!   part of the interval so that gates told the same moment do not all return at it.
+//!   part of the interval so that gates told the same moment do not all return at it;
+//! - a failure that retrying cannot change ([`Failure::conclusive`]) ends the wait at once.
 
 use crate::probe::{Failure, FailureClass, Ready};
 use std::collections::BTreeMap;
@@ -138,6 +139,8 @@ pub(crate) enum Verdict {
     Ready,
     DeadlineReached,
     AttemptsExhausted,
+    /// A conclusive failure: retrying cannot change what the real client does.
+    Conclusive,
 }
 
 /// What has happened so far, for log lines and the summary.
@@ -232,6 +235,8 @@ pub(crate) fn wait_until_ready(
         let room = left.saturating_sub(UNWIND + floor);
         let verdict = if tally.consecutive_successes >= needed {
             Some(Verdict::Ready)
+        } else if outcome.as_ref().is_err_and(|f| f.conclusive) {
+            Some(Verdict::Conclusive)
         } else if schedule.max_attempts.is_some_and(|max| tally.attempts >= max) {
             Some(Verdict::AttemptsExhausted)
         } else if room.is_zero() {
@@ -446,6 +451,16 @@ mod tests {
         for (i, n) in buckets.iter().enumerate() {
             assert!((80..=145).contains(n), "{n} attempts in quarter {i}: {buckets:?}");
         }
+    }
+
+    #[test]
+    fn a_conclusive_failure_ends_the_wait_at_once() {
+        let time = FakeTime::new();
+        let untrusted = Failure { conclusive: true, ..Failure::new(FailureClass::Tls, "unknown CA") };
+        let (v, tally, _) = run(&time, schedule(&time, 60_000), Duration::from_millis(1), untrusted, Duration::MAX);
+        assert_eq!((v, tally.attempts), (Verdict::Conclusive, 1));
+        assert_eq!(tally.last_failure.map(|f| f.class), Some(FailureClass::Tls));
+        assert!(time.at() < Duration::from_millis(10), "no pause after it: {:?}", time.at());
     }
 
     #[test]

@@ -17,3 +17,4 @@ mod peer;
 mod properties;
 mod recipes;
 mod structure;
+mod trust;

@@ -39,7 +39,7 @@ impl fmt::Display for CaFileProblem {
 }
 
 /// Reads and checks one PEM file of CA certificates.
-fn load_ca_file(path: &str) -> Result<Vec<CertificateDer<'static>>, CaFileProblem> {
+fn load_ca_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, CaFileProblem> {
     let bytes = std::fs::read(path).map_err(CaFileProblem::Unreadable)?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(CaFileProblem::Empty);
@@ -54,24 +54,50 @@ fn load_ca_file(path: &str) -> Result<Vec<CertificateDer<'static>>, CaFileProble
         return Err(CaFileProblem::NoCertificate);
     }
     for (i, cert) in certs.iter().enumerate() {
-        let mut probe = rustls::RootCertStore::empty();
-        probe.add(cert.clone()).map_err(|e| CaFileProblem::BadCertificate { index: i + 1, reason: e.to_string() })?;
+        anchor(cert).map_err(|e| CaFileProblem::BadCertificate { index: i + 1, reason: e.to_string() })?;
     }
     Ok(certs)
 }
 
-/// Every certificate of every CA file, in order.
-pub(crate) fn load_ca_files(files: &[Raw]) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
-    let mut roots = Vec::new();
-    for raw in files {
-        let certs = load_ca_file(&raw.value).map_err(|problem| ConfigError::CaFile {
-            source: raw.source,
-            path: raw.value.clone(),
-            problem,
-        })?;
-        roots.extend(certs);
+/// Whether a certificate can serve as a trust anchor.
+fn anchor(cert: &CertificateDer<'static>) -> Result<(), rustls::Error> {
+    rustls::RootCertStore::empty().add(cert.clone())
+}
+
+/// The certificates of a file that can serve as trust anchors, taken as Go's AppendCertsFromPEM
+/// takes them: whatever else it holds (keys, prose, DER) is skipped without a word.
+pub(super) fn lenient_anchors(path: &Path) -> std::io::Result<Vec<CertificateDer<'static>>> {
+    let bytes = std::fs::read(path)?;
+    Ok(CertificateDer::pem_slice_iter(&bytes).map_while(Result::ok).filter(|c| anchor(c).is_ok()).collect())
+}
+
+/// Every file of a directory, not recursive, as Go reads an `SSL_CERT_DIR` entry: what cannot be
+/// read (a subdirectory) is skipped, and so is a symbolic link within the directory (a hash link
+/// such as `5ad8a5d6.0`: a second copy of a file already read). Each certificate counts once
+/// (Debian's `/etc/ssl/certs` also holds them all in one bundle).
+pub(super) fn directory_anchors(dir: &Path) -> std::io::Result<Vec<CertificateDer<'static>>> {
+    let mut certs = Vec::new();
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let path = entry.path();
+        if std::fs::read_link(&path).is_ok_and(|to| to.components().count() == 1) {
+            continue;
+        }
+        for cert in lenient_anchors(&path).unwrap_or_default() {
+            if !certs.contains(&cert) {
+                certs.push(cert);
+            }
+        }
     }
-    Ok(roots)
+    Ok(certs)
+}
+
+/// Every certificate of one CA file, in order.
+pub(super) fn load_ca_file(raw: &Raw) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
+    load_ca_certs(&raw.value).map_err(|problem| ConfigError::CaFile {
+        source: raw.source,
+        path: raw.value.clone(),
+        problem,
+    })
 }
 
 /// A token file that cannot be read now would fail every attempt: a configuration error.

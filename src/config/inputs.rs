@@ -51,10 +51,18 @@ impl Inputs<'_> {
     /// The environment value of a flag's variable, if set and not empty; else its oauth2-proxy
     /// fallback variable, if it has one.
     fn env(&self, id: &'static str) -> Option<Raw> {
-        let read = |name: &'static str| {
-            (self.env)(name).filter(|v| !v.is_empty()).map(|value| Raw { value, source: Source::Env(name) })
-        };
-        read(cli::env_var(id)).or_else(|| cli::fallback_env_var(id).and_then(read))
+        self.variable(cli::env_var(id)).or_else(|| cli::fallback_env_var(id).and_then(|name| self.variable(name)))
+    }
+
+    /// A variable by its name, if set and not empty: also those no flag stands for (Go's
+    /// `SSL_CERT_FILE`, oauth2-proxy's trust settings).
+    pub(crate) fn variable(&self, name: &'static str) -> Option<Raw> {
+        (self.env)(name).filter(|v| !v.is_empty()).map(|value| Raw { value, source: Source::Env(name) })
+    }
+
+    /// A boolean variable by its name; unset is false.
+    pub(crate) fn variable_switch(&self, name: &'static str) -> Result<bool, ConfigError> {
+        self.variable(name).map_or(Ok(false), |raw| parse_bool(&raw))
     }
 
     /// Whether the flag's own variable is set but empty (worth saying when nothing else is set).

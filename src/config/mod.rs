@@ -11,16 +11,17 @@ mod connect_to;
 mod error;
 mod files;
 mod inputs;
+mod trust;
 
 pub(crate) use connect_to::{ConnectTo, ConnectToProblem};
 pub(crate) use error::{ConfigError, Conflict};
 pub(crate) use files::CaFileProblem;
 pub(crate) use inputs::{Raw, Source};
+pub(crate) use trust::Trust;
 
 use crate::cli::{Cli, defaults};
 use crate::url;
 use inputs::{Inputs, parse_choice, parse_count, parse_duration};
-use rustls::pki_types::CertificateDer;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -98,8 +99,9 @@ pub(crate) enum Output {
 pub(crate) struct Config {
     pub(crate) targets: Vec<Target>,
     pub(crate) rules: Rules,
-    /// Trusted in addition to Mozilla's roots.
-    pub(crate) extra_roots: Vec<CertificateDer<'static>>,
+    pub(crate) trust: Trust,
+    /// oauth2-proxy skips certificate checks: a certificate the gate rejects ends the wait.
+    pub(crate) proxy_skips_verify: bool,
     pub(crate) timeout: Duration,
     pub(crate) interval: Duration,
     pub(crate) attempt_timeout: Duration,
@@ -149,11 +151,11 @@ impl Config {
         let mut notices = Vec::new();
         let values = Values::read(cli, &inputs, &mut notices)?;
         values.check_conflicts()?;
-        let extra_roots = files::load_ca_files(&values.ca_files)?;
+        let trust = trust::load(&values.trust, &mut notices)?;
         if let Some(raw) = &values.token_file {
             files::check_token_file(raw)?;
         }
-        Ok(values.into_loaded(extra_roots, notices))
+        Ok(values.into_loaded(trust, notices))
     }
 }
 
@@ -164,7 +166,7 @@ struct Values {
     discovery_url: Option<Raw>,
     jwks_url: Option<Raw>,
     rules: Rules,
-    ca_files: Vec<Raw>,
+    trust: trust::TrustInputs,
     timeout: Duration,
     interval: Duration,
     attempt_timeout: Duration,
@@ -222,7 +224,7 @@ impl Values {
                 None => TerminationLog { path: PathBuf::from(defaults::TERMINATION_LOG), create: false },
             },
             mode: RunMode { once: cli.once, dry_run: cli.dry_run, quiet: inputs.switch("quiet", cli.quiet)? },
-            ca_files: inputs.list("ca_file", &cli.ca_file),
+            trust: trust::read(inputs.list("ca_file", &cli.ca_file), inputs, notices)?,
             issuers,
             resources,
             discovery_url,
@@ -255,7 +257,7 @@ impl Values {
     }
 
     /// The configuration itself, once the files it names are loaded (step 3).
-    fn into_loaded(self, extra_roots: Vec<CertificateDer<'static>>, notices: Vec<Notice>) -> Loaded {
+    fn into_loaded(self, trust: Trust, notices: Vec<Notice>) -> Loaded {
         let discovery_url = self.discovery_url.map(|raw| raw.value);
         let issuers = self
             .issuers
@@ -266,7 +268,8 @@ impl Values {
         let config = Config {
             targets,
             rules: self.rules,
-            extra_roots,
+            trust,
+            proxy_skips_verify: self.trust.skip_verify,
             timeout: self.timeout,
             interval: self.interval,
             attempt_timeout: self.attempt_timeout,
@@ -337,6 +340,10 @@ fn read_connect_to(cli: &Cli, inputs: &Inputs<'_>) -> Result<Vec<ConnectTo>, Con
 /// Checks an issuer or discovery URL; plain http is allowed with a warning.
 fn check_url(raw: &Raw, notices: &mut Vec<Notice>) -> Result<(), ConfigError> {
     let invalid = |problem| ConfigError::InvalidUrl { source: raw.source, value: raw.value.clone(), problem };
+    // Before any other complaint: a template's white space or braces are not the problem.
+    if raw.value.contains("{{") {
+        return Err(invalid(url::Problem::Template));
+    }
     let parts = url::check_issuer(&raw.value).map_err(invalid)?;
     // ureq parses with the `http` crate; make sure it agrees, so no URL fails only at run time.
     if raw.value.parse::<ureq::http::Uri>().is_err() {

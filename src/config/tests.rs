@@ -177,3 +177,105 @@ fn resources_and_jwks_urls() {
     let e = err(&[], &[("WAIT_FOR_IDP_RESOURCE", "")]);
     assert!(e.contains("or --resource"), "{e}");
 }
+
+/// A directory holding `ca.pem`, a CA certificate, and that file's path.
+fn pem_dir() -> (tempfile::TempDir, String) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let dir = tempfile::tempdir().unwrap();
+    let pem = dir.path().join("ca.pem");
+    std::fs::write(&pem, params.self_signed(&key).unwrap().pem()).unwrap();
+    (dir, pem.display().to_string())
+}
+
+fn notes(loaded: &Loaded) -> Vec<&str> {
+    loaded.notices.iter().filter_map(|n| if let Notice::Note(s) = n { Some(s.as_str()) } else { None }).collect()
+}
+
+#[test]
+fn go_trust_variables_add_to_mozillas_roots() {
+    let (dir, pem) = pem_dir();
+    std::fs::write(dir.path().join("README"), "not PEM, skipped as Go skips it").unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink("ca.pem", dir.path().join("5ad8a5d6.0")).unwrap();
+    let d = dir.path().display().to_string();
+    let loaded =
+        load(&["--issuer", "https://h"], &[("SSL_CERT_FILE", &pem), ("SSL_CERT_DIR", &format!(":{d}"))]).unwrap();
+    let trust = &loaded.config.trust;
+    assert!(trust.mozilla);
+    assert_eq!(trust.roots.len(), 2, "the hash link is not a second copy");
+    assert_eq!(trust.sources, [(Source::Env("SSL_CERT_FILE"), pem.clone(), 1), (Source::Env("SSL_CERT_DIR"), d, 1)]);
+    assert!(loaded.notices.is_empty(), "{:?}", loaded.notices);
+    let c = build(&["--issuer", "https://h", "--ca-file", &pem], &[]).unwrap();
+    assert!(c.trust.mozilla && !c.proxy_skips_verify);
+    assert_eq!(c.trust.sources, [(Source::Flag("ca_file"), pem, 1)]);
+}
+
+#[test]
+fn go_trust_variables_that_are_wrong_are_warnings_not_errors() {
+    let (dir, pem) = pem_dir();
+    let prose = dir.path().join("README");
+    std::fs::write(&prose, "no certificate here").unwrap();
+    let dirs = format!("{pem}:/nonexistent/certs");
+    let w = warnings(&["--issuer", "https://h"], &[("SSL_CERT_FILE", "/nonexistent/ca.pem"), ("SSL_CERT_DIR", &dirs)]);
+    assert_eq!(w.len(), 3, "{w:?}");
+    assert!(w[0].starts_with("SSL_CERT_FILE: '/nonexistent/ca.pem' cannot be read ("), "{}", w[0]);
+    assert!(w[1].starts_with(&format!("SSL_CERT_DIR: '{pem}' cannot be read as a directory (")), "{}", w[1]);
+    assert!(w[2].starts_with("SSL_CERT_DIR: '/nonexistent/certs' cannot be read as a directory"), "{}", w[2]);
+    assert!(w.iter().all(|w| w.ends_with("; carrying on without it, as Go does")), "{w:?}");
+    let w = warnings(&["--issuer", "https://h"], &[("SSL_CERT_FILE", prose.to_str().unwrap())]);
+    assert_eq!(
+        w,
+        [format!("SSL_CERT_FILE: '{}' holds no PEM certificate; carrying on without it, as Go does", prose.display())]
+    );
+}
+
+#[test]
+fn oauth2_proxy_ca_files_replace_the_system_pool_unless_told_otherwise() {
+    let (_dir, pem) = pem_dir();
+    let (files, missing) = (("OAUTH2_PROXY_PROVIDER_CA_FILES", pem.as_str()), ("SSL_CERT_FILE", "/nonexistent.pem"));
+    let only = load(&["--issuer", "https://h"], &[files, missing]).unwrap();
+    assert!(!only.config.trust.mozilla, "no Mozilla roots: the proxy would reject what they sign");
+    assert_eq!(only.config.trust.sources, [(Source::Env(files.0), pem.clone(), 1)]);
+    assert!(!only.notices.iter().any(|n| matches!(n, Notice::Warning(_))), "SSL_CERT_FILE is not read at all");
+    assert!(notes(&only)[0].starts_with("trusting only the CA files in OAUTH2_PROXY_PROVIDER_CA_FILES"));
+    let system = load(&["--issuer", "https://h"], &[files, missing, ("OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE", "true")]);
+    let system = system.unwrap();
+    assert!(system.config.trust.mozilla && notes(&system).is_empty());
+    assert!(matches!(&system.notices[0], Notice::Warning(w) if w.starts_with("SSL_CERT_FILE: '/nonexistent.pem'")));
+    let own =
+        build(&["--issuer", "https://h"], &[("WAIT_FOR_IDP_CA_FILE", &pem), ("OAUTH2_PROXY_PROVIDER_CA_FILES", "/x")]);
+    assert!(own.unwrap().trust.mozilla, "the gate's own CA files keep their meaning");
+    let e = err(&["--issuer", "https://h"], &[files, ("OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE", "maybe")]);
+    assert!(e.starts_with("OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE: 'maybe' is not valid; expected true or false"), "{e}");
+}
+
+#[test]
+fn a_proxy_that_skips_certificate_checks_is_named() {
+    let skip = [("OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY", "true")];
+    let loaded = load(&["--issuer", "https://h"], &skip).unwrap();
+    assert!(loaded.config.proxy_skips_verify);
+    let w = warnings(&["--issuer", "https://h"], &skip);
+    assert!(w[0].contains("oauth2-proxy skips certificate checks, the gate never does") && w[0].contains("--ca-file"));
+    let e = err(&["--issuer", "https://h"], &[("OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY", "sure")]);
+    assert!(e.starts_with("OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY: 'sure' is not valid"), "{e}");
+}
+
+#[test]
+fn unrendered_templates_are_named_before_anything_else() {
+    let template = "contains '{{': an unrendered Helm/Go template";
+    type Case = (&'static [&'static str], &'static [(&'static str, &'static str)], &'static str);
+    let cases: [Case; 5] = [
+        (&["--issuer", "{{ .Values.config.issuer }}"], &[], "--issuer"),
+        (&[], &[("OAUTH2_PROXY_OIDC_ISSUER_URL", " {{ .Values.config.issuer }}")], "OAUTH2_PROXY_OIDC_ISSUER_URL"),
+        (&["--resource", "https://{{ .Values.host }}/mcp"], &[], "--resource"),
+        (&["--issuer", "https://h", "--discovery-url", "{{x}}"], &[], "--discovery-url"),
+        (&["--issuer", "https://h"], &[("WAIT_FOR_IDP_JWKS_URL", "{{ .Values.jwks }}")], "WAIT_FOR_IDP_JWKS_URL"),
+    ];
+    for (args, env, source) in cases {
+        let e = err(args, env);
+        assert!(e.starts_with(&format!("{source}: '")) && e.contains(template), "{e}");
+        assert!(e.contains("write the URL itself"), "{e}");
+    }
+}

@@ -100,11 +100,20 @@ pub(crate) struct Failure {
     /// How long the provider asked to be left alone (`Retry-After` on a 429 or 503).
     pub(crate) retry_after: Option<Duration>,
     pub(crate) link: Link,
+    /// Retrying cannot change what the real client does: the wait ends with this failure.
+    pub(crate) conclusive: bool,
 }
 
 impl Failure {
     pub(crate) fn new(class: FailureClass, detail: impl Into<String>) -> Failure {
-        Failure { class, detail: detail.into(), cheap: false, retry_after: None, link: Link::Metadata }
+        Failure {
+            class,
+            detail: detail.into(),
+            cheap: false,
+            retry_after: None,
+            link: Link::Metadata,
+            conclusive: false,
+        }
     }
 
     fn at(mut self, link: Link, context: &str) -> Failure {
@@ -142,6 +151,9 @@ pub(crate) struct Checks {
     pub(crate) jwks_url: Option<String>,
     /// Re-read on every attempt: projected service-account tokens rotate.
     pub(crate) token_file: Option<PathBuf>,
+    /// oauth2-proxy skips certificate checks (`OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY`), so a
+    /// certificate the gate rejects is a conclusive failure: the proxy would not wait for it.
+    pub(crate) proxy_skips_verify: bool,
 }
 
 /// What the thread doing an attempt shares with the caller waiting for it: the link it is at
@@ -267,10 +279,20 @@ impl Attempt<'_> {
                 FetchError::TimedOut { stage, host, .. } => FetchError::TimedOut { stage, host, after: self.budget },
                 other => other,
             };
-            link_failure(link, context, e)
+            let rejected = matches!(e, FetchError::Tls { error: rustls::Error::InvalidCertificate(_), .. });
+            let mut failure = link_failure(link, context, e);
+            if rejected && self.checks.proxy_skips_verify {
+                failure.detail.push_str(SKIPPED_BY_PROXY);
+                failure.conclusive = true;
+            }
+            failure
         })
     }
 }
+
+/// Said of a certificate the gate rejects while oauth2-proxy would not check it.
+const SKIPPED_BY_PROXY: &str = "; oauth2-proxy skips this check (OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY=true), the \
+    gate never does, so waiting cannot help: give the gate the provider's CA with --ca-file PATH or WAIT_FOR_IDP_CA_FILE";
 
 /// A failure while fetching one link of the chain: its class comes from the transport, except
 /// that anything going wrong with the keys is class `jwks`, with the transport's class inside.
