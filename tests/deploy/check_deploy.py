@@ -2,14 +2,18 @@
 """Validates everything under deploy/ the way a cluster would see it.
 
 1. Renders: plain manifests as they are, the kustomize example overlay (kubectl kustomize), and the
-   Helm values through a test chart that templates extraInitContainers as the oauth2-proxy chart does.
+   Helm values through a test chart that renders extraInitContainers (plain toYaml, no tpl) and
+   extraEnv (tpl) as the oauth2-proxy chart 10.7.0 does.
 2. Schema: every rendered document passes `kubernetes-validate --strict` for each version given.
 3. Policy: every container passes Pod Security "restricted" and carries resources and
    terminationMessagePolicy: FallbackToLogsOnError.
 4. Interface: every wait-for-idp container's args and env (ConfigMaps resolved) are accepted by
    the binary's own parsing (`--dry-run`), so a renamed flag or a typo in a variable fails here;
    and where the workload names its issuer (--oidc-issuer-url, OAUTH2_PROXY_OIDC_ISSUER_URL), its
-   JWKS (JWKS_URL) or its MCP server (MCP_SERVER_URL), the gate waits for that very one.
+   JWKS (JWKS_URL) or its MCP server (MCP_SERVER_URL), the gate waits for that very one; where the
+   workload is oauth2-proxy, the gate fetches the very discovery URL the proxy will.
+5. Templates: a `{{ .Values.x }}` in extraInitContainers reaches the init container as literal text
+   (the chart does not render it there, unlike extraEnv), and the gate's --dry-run on it exits 2.
 
 Usage: check_deploy.py --bin PATH --kubectl PATH --helm PATH --ca PEM --token FILE -k 1.25 -k 1.37
 Prints one line per check and a closing "deploy: N passed, M failed".
@@ -142,6 +146,83 @@ def client_settings(pod):
     return found
 
 
+# oauth2-proxy's issuer settings: it fetches <issuer>/.well-known/openid-configuration (go-oidc),
+# from the issuer's own host, unless discovery is skipped.
+OAUTH2_PROXY_ISSUER = ("--oidc-issuer-url", "OAUTH2_PROXY_OIDC_ISSUER_URL")
+
+
+def proxy_discovery_urls(pod):
+    """Discovery URLs the pod's oauth2-proxy containers will fetch."""
+    urls = set()
+    for c in pod.get("containers") or []:
+        args = c.get("args") or []
+        env = {e.get("name"): e.get("value") for e in c.get("env") or []}
+        if "--skip-oidc-discovery" in args or "--skip-oidc-discovery=true" in args \
+                or str(env.get("OAUTH2_PROXY_SKIP_OIDC_DISCOVERY", "")).lower() == "true":
+            continue
+        issuers = [a.partition("=")[2] for a in args if a.partition("=")[0] == OAUTH2_PROXY_ISSUER[0]]
+        issuers += [env[OAUTH2_PROXY_ISSUER[1]]] if env.get(OAUTH2_PROXY_ISSUER[1]) else []
+        urls |= {i.rstrip("/") + "/.well-known/openid-configuration" for i in issuers if i}
+    return urls
+
+
+def gate_fetches(dry_run_stdout, argv, env):
+    """Discovery URLs the gate will fetch by the same route as a plain client, per its --dry-run
+    ('issuer X' followed by '  metadata Y'); none when it connects elsewhere (--connect-to)."""
+    if any(a == "--connect-to" or a.startswith("--connect-to=") for a in argv) or env.get("WAIT_FOR_IDP_CONNECT_TO"):
+        return set()
+    return {line.split(None, 1)[1].strip() for line in dry_run_stdout.splitlines()
+            if line.startswith("  metadata ") and len(line.split(None, 1)) == 2}
+
+
+# A values file whose extraInitContainers holds a template. Were it rendered, the gate would get
+# the issuer and pass; the real chart leaves it alone, and so must the stand-in.
+TEMPLATED_VALUES = """\
+x: https://sso.example.com/realms/main
+extraEnv: &oidc-env
+  - name: OAUTH2_PROXY_OIDC_ISSUER_URL
+    value: "{{ .Values.x }}"
+extraInitContainers:
+  - name: wait-for-idp
+    image: ghcr.io/example/wait-for-idp:0.1.0
+    env: *oidc-env
+"""
+
+
+def templated_values(args):
+    """Check 5: a template in extraInitContainers stays literal, and the gate refuses it."""
+    literal, issuer = "{{ .Values.x }}", "https://sso.example.com/realms/main"
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(TEMPLATED_VALUES)
+        tmp = f.name
+    out = subprocess.run([args.helm, "template", "t", str(ROOT / "tests" / "deploy" / "chart"), "-f", tmp],
+                         capture_output=True, text=True)
+    os.unlink(tmp)
+    pod = {}
+    if out.returncode == 0:
+        pod = next((pod_spec(d) for d in yaml.safe_load_all(out.stdout) if d and pod_spec(d)), None) or {}
+    gate = next((c for c in pod.get("initContainers") or [] if c.get("name") == "wait-for-idp"), {})
+    proxy = next(iter(pod.get("containers") or []), {})
+
+    def env_value(container):
+        return next((e.get("value") for e in container.get("env") or []
+                     if e.get("name") == "OAUTH2_PROXY_OIDC_ISSUER_URL"), None)
+
+    where = "helm values with {{ .Values.x }} in extraInitContainers"
+    check(f"{where}: reaches the init container as literal text (not rendered)", env_value(gate) == literal,
+          f"init container env value {env_value(gate)!r}, expected {literal!r}" + (
+              f"; helm: {out.stderr.strip()}" if out.returncode else ""))
+    check(f"{where}: extraEnv is rendered for the proxy (as the real chart)", env_value(proxy) == issuer,
+          f"proxy env value {env_value(proxy)!r}, expected {issuer!r}")
+    if not gate:
+        check(f"{where}: the gate's --dry-run exits 2", False, "no wait-for-idp init container rendered")
+        return
+    argv, env, _ = gate_invocation(gate, {}, args.ca, args.token)
+    run = subprocess.run([args.bin, *argv, "--dry-run"], env=env, capture_output=True, text=True)
+    check(f"{where}: the gate's --dry-run exits 2", run.returncode == 2,
+          f"exit {run.returncode}: " + (run.stdout + run.stderr).strip())
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True)
@@ -190,7 +271,14 @@ def main():
                 if clients:
                     check(f"{where}: waits for what its workload uses", clients <= gate_settings,
                           f"workload {sorted(clients)} vs gate {sorted(gate_settings)}")
+                proxy_urls = proxy_discovery_urls(pod)
+                if proxy_urls:
+                    fetched = gate_fetches(out.stdout, argv, env)
+                    check(f"{where}: fetches the discovery URL its oauth2-proxy will", proxy_urls <= fetched,
+                          f"proxy fetches {sorted(proxy_urls)}, gate fetches {sorted(fetched)} "
+                          "(a --discovery-url or --connect-to that the proxy does not share?)")
     check("every rendering contains a wait-for-idp container", gates >= 5, f"found {gates}")
+    templated_values(args)
     print(f"\ndeploy: {RESULTS['passed']} passed, {RESULTS['failed']} failed")
     return 1 if RESULTS["failed"] else 0
 
