@@ -4,6 +4,7 @@
 use crate::support::*;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 /// The `jq` commands of the README's recipes, as written (YAML list dashes removed).
 fn jq_lines() -> Vec<String> {
@@ -54,4 +55,45 @@ fn the_readme_recipes_read_the_gates_json() {
             assert!(out.contains(": deadline-reached after") && out.contains("last failure: connect"), "{line}: {out}");
         }
     }
+}
+
+/// The README's Keycloak `HEALTHCHECK` recipe, its `CMD` as written, against a production-mode
+/// Keycloak whose `hostname` is the recipe's public URL (only the port, the CA path and the
+/// binary's path are this machine's). The plain-HTTP form the recipe gives for an ingress that
+/// terminates TLS passes too, and the old form (the issuer at `http://localhost:8080`) never does.
+#[test]
+#[ignore = "runs a production-mode Keycloak (installed by .ci/real-peers); the test command runs it"]
+fn the_keycloak_healthcheck_recipe_passes_on_a_production_keycloak() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme.find("HEALTHCHECK ").expect("the README has a HEALTHCHECK recipe");
+    let block = &readme[start..start + readme[start..].find("\n```").unwrap()];
+    let json = block.split_once("CMD ").unwrap().1.replace("\\\n", " ");
+    let cmd: Vec<String> = serde_json::from_str(&json).expect("the recipe's CMD is a JSON array");
+    let ca = TestCa::new();
+    let dir = tempfile::tempdir().unwrap();
+    let hostname = Some("https://sso.example.com".to_string());
+    let mut kc = Keycloak::start(&ca, KeycloakMode::Production { hostname, http: true }, dir.path());
+    kc.wait_started(Duration::from_secs(300));
+    let local = |arg: &str| {
+        arg.replace("localhost:8443", &format!("127.0.0.1:{}", kc.https_port))
+            .replace("localhost:8080", &format!("127.0.0.1:{}", kc.http_port))
+            .replace("/opt/keycloak/conf/ca.pem", &ca.ca_arg())
+    };
+    assert_eq!(cmd[0], "/usr/local/bin/wait-for-idp");
+    let recipe: Vec<String> = cmd[1..].iter().map(|a| local(a)).collect();
+    let r = run_args(gate(), &recipe.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_exit(&r, 0);
+    assert!(r.stderr.lines().count() <= 1, "--quiet keeps it to one line:\n{}", r.stderr);
+
+    let discovery = "http://localhost:8080/realms/main/.well-known/openid-configuration";
+    assert!(
+        readme.contains(&discovery.replace("/realms/main/.well-known", "")[..21]),
+        "the README names the HTTP form"
+    );
+    let http_form = ["--once", "--issuer", "https://sso.example.com/realms/main", "--discovery-url", &local(discovery)];
+    assert_exit(&run_args(gate(), &http_form), 0);
+    let old_form = ["--once", "--quiet", "--issuer", &local("http://localhost:8080/realms/main")];
+    let r = run_args(gate(), &old_form);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["issuer-mismatch"]);
 }

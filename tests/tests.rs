@@ -13,6 +13,7 @@ mod fuzz_seeds;
 mod gate;
 mod image;
 mod in_cluster;
+mod parity;
 mod peer;
 mod properties;
 mod recipes;

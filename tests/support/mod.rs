@@ -4,10 +4,12 @@
 mod gate;
 mod pki;
 mod provider;
+mod real_peers;
 
 pub use gate::*;
 pub use pki::*;
 pub use provider::*;
+pub use real_peers::*;
 
 use std::path::{Path, PathBuf};
 
