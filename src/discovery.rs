@@ -365,7 +365,7 @@ pub(crate) fn issuer_mismatch_hint(expected: &str, found: &str) -> String {
     if host_of(expected) != host_of(found) || expected.split("://").next() != found.split("://").next() {
         return "the provider builds its issuer from its public URL (Keycloak: KC_HOSTNAME or the realm's \
                 frontend URL) or from the request's Host; keep --issuer as the public issuer your client \
-                expects and fetch from the in-cluster address with --discovery-url"
+                expects, and fetch where the client fetches (--discovery-url only if it discovers elsewhere too)"
             .into();
     }
     "the paths differ: check the realm, tenant or application name in --issuer".into()

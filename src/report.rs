@@ -354,8 +354,8 @@ impl<'a> IssuerSummary<'a> {
             verdict: match r.verdict {
                 Some(Verdict::Ready) => "ready",
                 Some(Verdict::DeadlineReached) | None => "deadline-reached",
-                // No further attempt: the documented word for it.
-                Some(Verdict::AttemptsExhausted | Verdict::Conclusive) => "attempts-exhausted",
+                Some(Verdict::AttemptsExhausted) => "attempts-exhausted",
+                Some(Verdict::Conclusive) => "certificate-rejected",
             },
             attempts: r.tally.attempts,
             failures: r.tally.failures.iter().map(|(class, n)| (class.as_str(), *n)).collect(),

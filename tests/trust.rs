@@ -69,6 +69,7 @@ fn a_proxy_that_skips_certificate_checks_ends_the_wait_at_the_first_rejection() 
         assert_eq!(json["issuers"][0]["last_failure"]["class"], "tls");
         assert_eq!(json["issuers"][0]["last_failure"]["link"], "metadata");
         assert_eq!(json["issuers"][0]["attempts"], 1);
+        assert_eq!(json["issuers"][0]["verdict"], "certificate-rejected");
     }
 }
 
