@@ -8,6 +8,7 @@ use crate::human::secs;
 use crate::probe::{Failure, Ready, ServerReady};
 use crate::proxy::ProxySettings;
 use crate::resource;
+use crate::token;
 use crate::url;
 use crate::wait::{AttemptReport, Next, Tally, Verdict};
 use log::Level;
@@ -38,7 +39,8 @@ pub(crate) fn init_logging(quiet: bool, rust_log: Option<String>) {
     }
     builder.format(move |buf, record| {
         let ms = start.elapsed().as_millis();
-        writeln!(buf, "wait-for-idp +{}.{:03}s {:<5} {}", ms / 1000, ms % 1000, record.level(), record.args())
+        let text = record.args().to_string();
+        writeln!(buf, "wait-for-idp +{}.{:03}s {:<5} {}", ms / 1000, ms % 1000, record.level(), token::scrub(&text))
     });
     let _ = builder.try_init();
 }
@@ -494,9 +496,10 @@ impl Conclusion {
                 sinks += 1;
             }
         };
-        let (log, line) = (termination_log.clone(), self.last.1.clone());
+        // Whatever a server sent back, no token the gate has read leaves the process.
+        let (log, line) = (termination_log.clone(), token::scrub(&self.last.1).into_owned());
         spawn(Box::new(move || write_termination_log(&log, &line)));
-        if let Some(text) = self.stdout {
+        if let Some(text) = self.stdout.map(|t| token::scrub(&t).into_owned()) {
             spawn(Box::new(move || {
                 let mut out = std::io::stdout().lock();
                 let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());

@@ -4,7 +4,7 @@
 use crate::support::*;
 use serde_json::Value;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 fn jwks_body() -> String {
@@ -78,6 +78,95 @@ fn bearer_token_goes_to_the_discovery_origin_only_and_is_never_printed() {
     assert_eq!(r.code, Some(1));
     assert_logged(&r, &["HTTP 401"]);
     drop(api);
+}
+
+/// A server that echoes the request's `Authorization` header into its error page, and into a
+/// document it serves: the token appears in nothing the gate prints or writes (log, JSON,
+/// termination message, the `--once` summary).
+#[test]
+fn a_token_echoed_by_the_server_is_redacted_everywhere() {
+    let ca = TestCa::new();
+    let secret = "eyJhbGciOiJSUzI1NiJ9.ZWNob2VkLXNlY3JldA.c2ln";
+    let token_file = ca.path("token");
+    std::fs::write(&token_file, format!("{secret}\n")).unwrap();
+    let (echo_in_error, echo_in_document) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicBool::new(false)));
+    let (in_error, in_doc) = (echo_in_error.clone(), echo_in_document.clone());
+    let (api, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", move |iss| {
+        let iss = iss.to_string();
+        Arc::new(move |req, _| {
+            let auth = req.header("authorization").unwrap_or("").to_string();
+            if in_error.load(Ordering::SeqCst) {
+                return Reply::text(
+                    500,
+                    &format!("<pre>upstream rejected request headers: authorization: {auth}</pre>"),
+                );
+            }
+            let mut doc: Value = serde_json::from_str(&discovery_doc(&iss)).unwrap();
+            if in_doc.load(Ordering::SeqCst) {
+                doc["userinfo_endpoint"] = Value::String(format!("{iss}/userinfo?debug={auth}"));
+            }
+            Reply::json(200, doc.to_string())
+        })
+    });
+    let termination = ca.path("termination-log");
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once", "--output", "json", "--token-file"])
+        .arg(&token_file)
+        .arg("--termination-log")
+        .arg(&termination);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    let written = std::fs::read_to_string(&termination).unwrap();
+    for (name, text) in [("log", r.log()), ("JSON", r.stdout.as_str()), ("termination message", written.as_str())] {
+        // Not even a part of it: an excerpt cut inside the token would leave its start.
+        assert!(!text.contains(&secret[..12]), "the token is in the {name}:\n{text}");
+    }
+    assert!(r.stdout.contains("authorization: Bearer [token redacted]"), "{}", r.stdout);
+
+    echo_in_error.store(false, Ordering::SeqCst);
+    echo_in_document.store(true, Ordering::SeqCst);
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once", "--token-file"]).arg(&token_file);
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    assert!(!r.stdout.contains(&secret[..12]) && !r.log().contains(&secret[..12]), "{}\n{}", r.stdout, r.log());
+    assert!(r.stdout.contains("debug=Bearer [token redacted]"), "{}", r.stdout);
+    drop(api);
+}
+
+/// A token file saved with a byte-order mark, a non-ASCII character or white space inside cannot
+/// be sent in an HTTP header: a clear error naming the file, at --dry-run and at run time.
+#[test]
+fn a_token_file_http_cannot_send_is_named() {
+    let ca = TestCa::new();
+    let (p, iss) = ready_provider(&ca, "localhost", "");
+    let token_file = ca.path("token");
+    for bad in ["\u{feff}eyJhbGciOi.x.y\n", "eyJh bGciOi.x.y", "t\u{f6}ken", "eyJh\u{a0}bGci"] {
+        std::fs::write(&token_file, bad).unwrap();
+        let mut cmd = gate();
+        cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--dry-run", "--token-file"]).arg(&token_file);
+        let r = run(cmd);
+        assert_exit(&r, 2);
+        assert_logged(&r, &[&token_file.display().to_string(), "printable ASCII only"]);
+    }
+    // Valid when checked, spoilt before a later attempt (a rotation gone wrong): class token,
+    // the file named, and no request sent with it.
+    let down = always_503(&ca);
+    std::fs::write(&token_file, "good-token").unwrap();
+    let path = token_file.clone();
+    let spoil = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        std::fs::write(path, "\u{feff}good-token").unwrap();
+    });
+    let mut cmd = gate();
+    cmd.args(["--issuer", &down.issuer(""), "--ca-file", &ca.ca_arg(), "--interval", "200ms"])
+        .args(["--timeout", "2s", "--fail-closed", "--token-file"])
+        .arg(&token_file);
+    let r = run(cmd);
+    spoil.join().unwrap();
+    assert_exit(&r, 1);
+    assert_logged(&r, &[&token_file.display().to_string(), "printable ASCII only", "last failure: token"]);
+    drop(p);
 }
 
 #[test]

@@ -231,8 +231,8 @@ impl Prober {
         match &*self.target {
             Target::Issuer { issuer, discovery_url } => {
                 at.token_origins = self.token_origins(issuer, discovery_url.as_deref());
-                let server = issuer::discover(&at, issuer, self.checks.rules.kind, discovery_url.as_deref(), "")?;
-                Ok(Ready { resource_metadata: None, servers: vec![server] })
+                issuer::discover(&at, issuer, self.checks.rules.kind, discovery_url.as_deref(), "")
+                    .map(|server| Ready { resource_metadata: None, servers: vec![server] })
             }
             Target::Resource { resource } => resource::discover(&at, resource),
         }
@@ -274,7 +274,8 @@ impl Attempt<'_> {
     fn fetch(&self, link: Link, context: &str, to: &str) -> Result<Fetched, Failure> {
         self.track.enter(link, context);
         let left = self.deadline.saturating_duration_since(Instant::now());
-        self.client.get(to, left, &self.headers_for(to), &self.track.progress).map_err(|e| {
+        let fetched = self.client.get(to, left, &self.headers_for(to), &self.track.progress);
+        fetched.map(|f| self.hide_token(f)).map_err(|e| {
             let e = match e {
                 FetchError::TimedOut { stage, host, .. } => FetchError::TimedOut { stage, host, after: self.budget },
                 other => other,
@@ -287,6 +288,19 @@ impl Attempt<'_> {
             }
             failure
         })
+    }
+}
+
+impl Attempt<'_> {
+    /// The token taken out of a body a server sent back, before any excerpt is cut from it: an
+    /// error page's always, a 200's only for a token long enough (16 bytes; every real bearer
+    /// token is) not to be part of a valid document by chance. Every output is scrubbed again
+    /// ([`token::scrub`]), which covers the headers and whole values.
+    fn hide_token(&self, mut fetched: Fetched) -> Fetched {
+        if let Some(t) = self.token.as_deref().filter(|t| fetched.status != 200 || t.len() >= 16) {
+            token::hide_in_body(&mut fetched.body, t);
+        }
+        fetched
     }
 }
 
