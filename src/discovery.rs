@@ -77,7 +77,8 @@ pub enum DocumentProblem {
     IssuerMismatch { expected: String, found: String },
     /// A member the rules require is absent.
     MissingField(String),
-    /// `--strict`: the announced issuer is not an https URL without query or fragment.
+    /// `--strict`: the announced issuer is not an https URL without query or fragment; with
+    /// `auto`, a plain `token_endpoint` in a chain given as https.
     NotHttps(String),
     /// `issuer` appears more than once: clients may read different values (Go's encoding/json,
     /// in go-oidc and oauth2-proxy, matches member names case-insensitively and takes the last).
@@ -324,7 +325,7 @@ fn optional_string_array(doc: &Map<String, Value>, key: &str) -> Result<Option<V
     }
 }
 
-fn json_type_name(v: &Value) -> &'static str {
+pub(crate) fn json_type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -333,6 +334,97 @@ fn json_type_name(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// What an MCP client requires of an authorization server's document beyond its specification,
+/// under `--metadata auto` and along a `--resource` chain; `spec` is the one the candidate URL
+/// is judged by. Returns the warnings; the document has passed [`validate_document`].
+///
+/// Measured against the MCP TypeScript SDK 1.32.2 (`client/auth.js`, `shared/auth.js`):
+/// `discoverAuthorizationServerMetadata` parses an RFC 8414 document with `OAuthMetadataSchema`
+/// and an OIDC one with `OpenIdProviderDiscoveryMetadataSchema`, and a zod failure throws, so
+/// the client stops. Both schemas require `authorization_endpoint` and `token_endpoint` (URLs,
+/// `SafeUrlSchema`) and `response_types_supported`; the OIDC one also `jwks_uri`,
+/// `subject_types_supported` and `id_token_signing_alg_values_supported`. Then
+/// `startAuthorization` throws when `response_types_supported` does not list `code`, and when
+/// `code_challenge_methods_supported` is present without `S256` (an absent list it lets
+/// through, though the MCP specification has clients refuse it: a warning here). Neither SDK
+/// checks the token endpoint's scheme (nor does the Python SDK's `OAuthMetadata`:
+/// `AnyHttpUrl`), but the MCP specification's Communication Security requires every
+/// authorization server endpoint to be https: a plain one fails unless its host is loopback
+/// (local development; a warning) or the user's own URL is http ([`url::Transport`]; a warning).
+pub(crate) fn mcp_client_rules(
+    body: &[u8],
+    spec: MetadataKind,
+    transport: url::Transport,
+) -> Result<Vec<String>, DocumentProblem> {
+    let doc = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(doc)) => doc,
+        _ => return Err(DocumentProblem::Json("body is not a JSON object".into())),
+    };
+    let schema =
+        if spec == MetadataKind::Oidc { "OpenIdProviderDiscoveryMetadataSchema" } else { "OAuthMetadataSchema" };
+    let mut required = vec!["authorization_endpoint", "token_endpoint", "response_types_supported"];
+    if spec == MetadataKind::Oidc {
+        required.extend(["jwks_uri", "subject_types_supported", "id_token_signing_alg_values_supported"]);
+    }
+    let missing: Vec<&str> = required.into_iter().filter(|k| doc.get(*k).is_none_or(Value::is_null)).collect();
+    if !missing.is_empty() {
+        return Err(DocumentProblem::MissingField(format!(
+            "MCP clients require {}: the MCP TypeScript SDK's {schema} rejects the whole document",
+            missing.join(", ")
+        )));
+    }
+    for member in ["authorization_endpoint", "token_endpoint"] {
+        let value = optional_string(&doc, member)?.unwrap_or_default();
+        if let Err(problem) = url::split(&value) {
+            let value = url::redact(&value);
+            return Err(DocumentProblem::Json(format!(
+                "{member:?} {value:?} {problem}: the MCP TypeScript SDK's {schema} requires a URL"
+            )));
+        }
+    }
+    let types = optional_string_array(&doc, "response_types_supported")?.unwrap_or_default();
+    if !types.iter().any(|t| t == "code") {
+        return Err(DocumentProblem::MissingField(format!(
+            "response_types_supported {types:?} does not list \"code\": MCP clients use the authorization code \
+             flow, and the MCP TypeScript SDK refuses the server (\"Incompatible auth server: does not support \
+             response type code\")"
+        )));
+    }
+    let mut warnings = Vec::new();
+    match optional_string_array(&doc, "code_challenge_methods_supported")? {
+        Some(methods) if !methods.iter().any(|m| m == "S256") => {
+            return Err(DocumentProblem::MissingField(format!(
+                "code_challenge_methods_supported {methods:?} does not list \"S256\": MCP clients require PKCE with \
+                 S256, and the MCP TypeScript SDK refuses the server (\"Incompatible auth server: does not support \
+                 code challenge method S256\")"
+            )));
+        }
+        Some(_) => {}
+        None => warnings.push(
+            "no code_challenge_methods_supported: MCP clients that follow the 2025-11-25 specification refuse a \
+             server that does not advertise PKCE with S256 (the MCP TypeScript SDK 1.32 checks the list only when \
+             it is present)"
+                .into(),
+        ),
+    }
+    let token_endpoint = optional_string(&doc, "token_endpoint")?.unwrap_or_default();
+    warnings.extend(token_endpoint_rule(&token_endpoint, transport)?);
+    Ok(warnings)
+}
+
+/// The token endpoint must be https; plain http on a loopback host is a warning, elsewhere it is
+/// judged as a link of the chain ([`url::Transport`]).
+fn token_endpoint_rule(endpoint: &str, transport: url::Transport) -> Result<Option<String>, DocumentProblem> {
+    let Ok(parts) = url::split(endpoint) else { return Ok(None) };
+    if parts.scheme == "http" && url::is_loopback(parts.host) && transport == url::Transport::TlsOnly {
+        return Ok(Some(format!(
+            "token_endpoint {} uses plain http on a loopback host: acceptable for local development only",
+            url::redact(endpoint)
+        )));
+    }
+    transport.judge("token_endpoint", endpoint).map_err(DocumentProblem::NotHttps)
 }
 
 /// What to tell a user whose configured issuer differs from the one the provider announces.
@@ -492,6 +584,78 @@ mod tests {
             assert!(validate_document(body, "https://h", r).is_err(), "{:?}", String::from_utf8_lossy(body));
         }
         assert!(matches!(validate_document(b"\xff", "https://h", r), Err(DocumentProblem::NotUtf8 { valid_up_to: 0 })));
+    }
+
+    /// An RFC 8414 document as the MCP TypeScript SDK's `OAuthMetadataSchema` accepts it, changed.
+    fn mcp_doc(change: impl FnOnce(&mut Map<String, Value>)) -> Vec<u8> {
+        let mut doc = serde_json::json!({
+            "issuer": "https://as",
+            "authorization_endpoint": "https://as/authorize",
+            "token_endpoint": "https://as/token",
+            "response_types_supported": ["code"],
+            "code_challenge_methods_supported": ["S256"],
+        });
+        change(doc.as_object_mut().unwrap());
+        doc.to_string().into_bytes()
+    }
+
+    fn mcp(body: &[u8], spec: MetadataKind) -> Result<Vec<String>, DocumentProblem> {
+        mcp_client_rules(body, spec, url::Transport::TlsOnly)
+    }
+
+    #[test]
+    fn mcp_clients_require_what_the_sdk_schemas_require() {
+        assert_eq!(mcp(&mcp_doc(|_| {}), MetadataKind::OAuth), Ok(vec![]));
+        for member in ["authorization_endpoint", "token_endpoint", "response_types_supported"] {
+            let e = mcp(&mcp_doc(|d| drop(d.remove(member))), MetadataKind::OAuth).unwrap_err();
+            assert!(
+                matches!(&e, DocumentProblem::MissingField(m) if m.contains(member) && m.contains("OAuthMetadataSchema")),
+                "{e}"
+            );
+            let e = mcp(&mcp_doc(|d| drop(d.insert(member.into(), Value::Null))), MetadataKind::OAuth).unwrap_err();
+            assert!(matches!(e, DocumentProblem::MissingField(_)), "{member}: null is no value to zod: {e}");
+        }
+        // Judged as OIDC, the OIDC schema's own required members too.
+        let e = mcp(&mcp_doc(|d| drop(d.insert("jwks_uri".into(), "https://as/k".into()))), MetadataKind::Oidc);
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("subject_types_supported, id_token_signing_alg_values_supported"), "{e}");
+        assert!(e.contains("OpenIdProviderDiscoveryMetadataSchema"), "{e}");
+        let e = mcp(
+            &mcp_doc(|d| drop(d.insert("authorization_endpoint".into(), "/authorize".into()))),
+            MetadataKind::OAuth,
+        );
+        assert!(matches!(e, Err(DocumentProblem::Json(m)) if m.contains("requires a URL")));
+    }
+
+    #[test]
+    fn mcp_clients_need_the_code_flow_with_s256() {
+        let types = |t: Value| mcp_doc(|d| drop(d.insert("response_types_supported".into(), t)));
+        let e = mcp(&types(serde_json::json!(["code id_token", "token"])), MetadataKind::OAuth).unwrap_err();
+        assert!(matches!(&e, DocumentProblem::MissingField(m) if m.contains("does not list \"code\"")), "{e}");
+        assert_eq!(mcp(&types(serde_json::json!(["token", "code"])), MetadataKind::OAuth), Ok(vec![]));
+        let methods = |m: Value| mcp_doc(|d| drop(d.insert("code_challenge_methods_supported".into(), m)));
+        let e = mcp(&methods(serde_json::json!(["plain"])), MetadataKind::OAuth).unwrap_err();
+        assert!(matches!(&e, DocumentProblem::MissingField(m) if m.contains("does not list \"S256\"")), "{e}");
+        assert!(matches!(mcp(&methods(serde_json::json!("S256")), MetadataKind::OAuth), Err(DocumentProblem::Json(_))));
+        let absent = mcp(&mcp_doc(|d| drop(d.remove("code_challenge_methods_supported"))), MetadataKind::OAuth);
+        let absent = absent.unwrap();
+        assert!(absent.len() == 1 && absent[0].contains("checks the list only when it is present"), "{absent:?}");
+    }
+
+    #[test]
+    fn the_token_endpoint_is_https_unless_loopback_or_the_user_chose_http() {
+        let at = |url: &str| mcp_doc(|d| drop(d.insert("token_endpoint".into(), url.into())));
+        let e = mcp(&at("http://as.example/token"), MetadataKind::OAuth).unwrap_err();
+        assert!(
+            matches!(&e, DocumentProblem::NotHttps(m) if m.starts_with("token_endpoint http://as.example/token uses plain http")),
+            "{e}"
+        );
+        for loopback in ["http://localhost:9000/token", "http://127.0.0.1/token", "http://[::1]:8080/token"] {
+            let w = mcp(&at(loopback), MetadataKind::OAuth).unwrap();
+            assert!(w.len() == 1 && w[0].contains("loopback host"), "{loopback}: {w:?}");
+        }
+        let w = mcp_client_rules(&at("http://keycloak:8080/token"), MetadataKind::OAuth, url::Transport::PlainAllowed);
+        assert!(w.unwrap()[0].contains("accepted because the URL you gave is http"));
     }
 
     #[test]

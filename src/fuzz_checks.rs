@@ -64,11 +64,12 @@ pub fn resource(data: &[u8]) {
         Some(i) => (String::from_utf8_lossy(&data[..i]).into_owned(), &data[i + 1..]),
         None => ("https://mcp.example/mcp".to_string(), data),
     };
-    if let Ok(metadata) = crate::resource::validate(body, &expected) {
+    if let Ok(metadata) = crate::resource::validate(body, &expected, url::Transport::TlsOnly) {
         assert_eq!(metadata.resource, expected, "accepted metadata for another resource");
         assert!(!metadata.authorization_servers.is_empty(), "accepted metadata without a server");
         for server in &metadata.authorization_servers {
             assert!(url::check_issuer(server).is_ok(), "accepted an unusable server {server:?}");
+            assert!(server.starts_with("https://"), "accepted a plain server {server:?} in a chain given as https");
         }
     }
     let _ = crate::resource::challenge_metadata_url(&String::from_utf8_lossy(body));

@@ -12,6 +12,7 @@
 //! refused too: jwx tolerates it, go-jose does not (PayPal's set has a padded key), and the gate
 //! follows the stricter of the two.
 
+use crate::url;
 use serde_json::Value;
 use std::fmt;
 
@@ -23,8 +24,16 @@ pub(crate) enum JwksProblem {
     NoKeysMember,
     NoKeys,
     /// Key number `index` (from 1) cannot be decoded, for this reason.
-    Undecodable { index: usize, why: String },
-    NoUsableKey { algs: Vec<String>, found: Vec<String> },
+    Undecodable {
+        index: usize,
+        why: String,
+    },
+    NoUsableKey {
+        algs: Vec<String>,
+        found: Vec<String>,
+    },
+    /// The document's `jwks_uri` is plain http in a chain given as https: why.
+    PlainLocation(String),
 }
 
 impl fmt::Display for JwksProblem {
@@ -41,6 +50,7 @@ impl fmt::Display for JwksProblem {
                 f,
                 "key #{index} of the JWK Set cannot be decoded ({why}); go-jose (go-oidc) then refuses the whole set, and so does jwx unless only padding is wrong"
             ),
+            JwksProblem::PlainLocation(why) => write!(f, "{why}"),
             JwksProblem::NoUsableKey { algs, found } => write!(
                 f,
                 "no signing key for the advertised algorithm(s) {}; the set holds {}",
@@ -103,6 +113,13 @@ fn usable_for(key: &serde_json::Map<String, Value>, alg: &str) -> bool {
         && crv.is_none_or(|c| s("crv").is_none_or(|k| k == c))
 }
 
+/// Whether the keys may be fetched from a document's `jwks_uri`: plain http fails in a chain
+/// given as https and is a warning otherwise ([`url::Transport`]). An attacker on the path of a
+/// plain fetch could serve its own keys, and a client would then accept its tokens.
+pub(crate) fn location(jwks_uri: &str, transport: url::Transport) -> Result<Option<String>, JwksProblem> {
+    transport.judge("jwks_uri", jwks_uri).map_err(JwksProblem::PlainLocation)
+}
+
 /// Checks a JWK Set body against the document's `id_token_signing_alg_values_supported`.
 /// Returns the number of keys.
 pub(crate) fn validate_jwks(body: &[u8], signing_algs: &[String]) -> Result<usize, JwksProblem> {
@@ -148,6 +165,18 @@ mod tests {
 
     fn algs(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_plain_jwks_uri_fails_a_chain_given_as_https() {
+        assert_eq!(location("https://h/keys", url::Transport::TlsOnly), Ok(None));
+        let e = location("http://h/keys", url::Transport::TlsOnly).unwrap_err();
+        assert!(
+            e.to_string().starts_with("jwks_uri http://h/keys uses plain http inside a chain given as https"),
+            "{e}"
+        );
+        let w = location("http://h/keys", url::Transport::PlainAllowed).unwrap();
+        assert!(w.is_some_and(|w| w.contains("accepted because the URL you gave is http")));
     }
 
     #[test]
@@ -205,7 +234,8 @@ mod tests {
             assert_eq!(e, Err(JwksProblem::Undecodable { index: 2, why: why.into() }), "{bad}");
         }
         // PayPal's real set: its eighth key (X25519) is padded, which go-jose refuses (measured).
-        let paypal = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/paypal.jwks.json"));
+        let paypal =
+            std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/paypal.jwks.json"));
         let e = validate_jwks(&paypal.unwrap(), &algs(&["RS256"])).unwrap_err();
         assert_eq!(e, JwksProblem::Undecodable { index: 8, why: r#""x" is not base64url"#.into() });
         let okp = r#"{"kty":"OKP","crv":"X25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#;

@@ -368,7 +368,11 @@ impl<'a> IssuerSummary<'a> {
             }),
             endpoints: single.map(|s| Endpoints::of(&s.document)),
             jwks_keys: single.and_then(|s| s.jwks_keys),
-            warnings: single.map_or(&[], |s| &s.document.warnings),
+            // An issuer's document warnings; a resource's own (each server has its own list).
+            warnings: match passed {
+                Some(p) if p.resource_metadata.is_some() => &p.warnings,
+                _ => single.map_or(&[], |s| &s.document.warnings),
+            },
             authorization_servers: passed
                 .filter(|p| p.resource_metadata.is_some())
                 .map(|p| p.servers.iter().map(ServerSummary::of).collect()),
@@ -395,6 +399,9 @@ pub(crate) fn once_summary(ready: &Ready) -> String {
     let mut out = String::new();
     if let Some(at) = &ready.resource_metadata {
         out.push_str(&format!("{:<24}{}\n", "resource metadata", url::redact(at)));
+    }
+    for w in &ready.warnings {
+        out.push_str(&format!("{:<24}{w}\n", "warning"));
     }
     for server in &ready.servers {
         out.push_str(&server_summary(server));
@@ -531,7 +538,7 @@ pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'
         let mut once = String::new();
         for r in issuers {
             if let Some(ready) = &r.tally.last_ready {
-                for w in ready.servers.iter().flat_map(|s| &s.document.warnings) {
+                for w in ready.warnings.iter().chain(ready.servers.iter().flat_map(|s| &s.document.warnings)) {
                     lines.push((Level::Warn, format!("{}{w}", label(config, r.target))));
                 }
                 if mode.once {

@@ -2,6 +2,7 @@
 //! it counts, and how its `401` challenge points at it. Pure, like `discovery`: strings in,
 //! verdicts out.
 
+use crate::discovery::json_type_name;
 use crate::url;
 use serde_json::Value;
 use std::fmt;
@@ -23,6 +24,8 @@ pub(crate) struct ResourceMetadata {
     pub(crate) resource: String,
     /// Issuer identifiers, each checked to be one.
     pub(crate) authorization_servers: Vec<String>,
+    /// Plain-http servers accepted because the user's own URL is http ([`url::Transport`]).
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Why a fetched body is not usable protected resource metadata.
@@ -37,6 +40,15 @@ pub(crate) enum ResourceProblem {
         found: String,
     },
     NoServers,
+    /// `authorization_servers` is not an array: its JSON type.
+    ServersNotArray(&'static str),
+    /// Entry number `index` (from 1) of `authorization_servers` is not a string: its JSON type.
+    ServerNotString {
+        index: usize,
+        json_type: &'static str,
+    },
+    /// A plain-http server in a chain given as https: why.
+    PlainServer(String),
     BadServer {
         server: String,
         problem: url::Problem,
@@ -64,6 +76,19 @@ impl fmt::Display for ResourceProblem {
                 f,
                 "protected resource metadata lists no authorization_servers, so a client has nowhere to get a token"
             ),
+            ResourceProblem::ServersNotArray(json_type) => write!(
+                f,
+                "protected resource metadata's authorization_servers is {json_type}, not an array of issuer URLs; the \
+                 MCP SDKs' schemas (TypeScript OAuthProtectedResourceMetadataSchema, Python ProtectedResourceMetadata) \
+                 reject the whole document"
+            ),
+            ResourceProblem::ServerNotString { index, json_type } => write!(
+                f,
+                "entry #{index} of the protected resource metadata's authorization_servers is {json_type}, not a \
+                 string; the MCP SDKs' schemas (TypeScript OAuthProtectedResourceMetadataSchema, Python \
+                 ProtectedResourceMetadata) reject the whole document, so a client uses none of its servers"
+            ),
+            ResourceProblem::PlainServer(why) => write!(f, "protected resource metadata: {why}"),
             ResourceProblem::BadServer { server, problem } => {
                 write!(f, "authorization server {:?} in the resource metadata {problem}", url::redact(server))
             }
@@ -78,8 +103,19 @@ fn same_origin_prefix(expected: &str, found: &str) -> bool {
     }
 }
 
-/// Judges a fetched body. Never panics, whatever the bytes.
-pub(crate) fn validate(body: &[u8], expected_resource: &str) -> Result<ResourceMetadata, ResourceProblem> {
+/// Judges a fetched body; `transport` says whether a plain-http server may be listed. Never
+/// panics, whatever the bytes.
+///
+/// `authorization_servers` must be an array of strings: the MCP TypeScript SDK 1.32.2 parses the
+/// metadata with `OAuthProtectedResourceMetadataSchema` (`authorization_servers:
+/// z.array(SafeUrlSchema).optional()`), whose failure makes `discoverOAuthServerInfo` drop the
+/// whole document (it falls back to the MCP server's own origin, never to the servers listed),
+/// and the Python SDK's `ProtectedResourceMetadata` (`list[AnyHttpUrl]`) refuses it too.
+pub(crate) fn validate(
+    body: &[u8],
+    expected_resource: &str,
+    transport: url::Transport,
+) -> Result<ResourceMetadata, ResourceProblem> {
     let text = std::str::from_utf8(body).map_err(|_| ResourceProblem::NotUtf8)?;
     let value: Value = serde_json::from_str(text).map_err(|e| ResourceProblem::Json(e.to_string()))?;
     let Value::Object(doc) = value else {
@@ -91,17 +127,32 @@ pub(crate) fn validate(body: &[u8], expected_resource: &str) -> Result<ResourceM
     if resource != expected_resource {
         return Err(ResourceProblem::Mismatch { expected: expected_resource.to_string(), found: resource.clone() });
     }
-    let servers: Vec<String> = match doc.get("authorization_servers") {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_string).collect(),
-        _ => Vec::new(),
-    };
+    let servers = server_strings(doc.get("authorization_servers"))?;
     if servers.is_empty() {
         return Err(ResourceProblem::NoServers);
     }
+    let mut warnings = Vec::new();
     for server in &servers {
         url::check_issuer(server).map_err(|problem| ResourceProblem::BadServer { server: server.clone(), problem })?;
+        let listed = transport.judge("authorization server", server).map_err(ResourceProblem::PlainServer)?;
+        warnings.extend(listed.map(|w| format!("protected resource metadata: {w}")));
     }
-    Ok(ResourceMetadata { resource: resource.clone(), authorization_servers: servers })
+    Ok(ResourceMetadata { resource: resource.clone(), authorization_servers: servers, warnings })
+}
+
+/// `authorization_servers` as strings; absent or null is none, anything but an array of strings
+/// spoils the document.
+fn server_strings(value: Option<&Value>) -> Result<Vec<String>, ResourceProblem> {
+    let items = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(other) => return Err(ResourceProblem::ServersNotArray(json_type_name(other))),
+    };
+    let strings = items.iter().enumerate().map(|(i, item)| match item {
+        Value::String(s) => Ok(s.clone()),
+        other => Err(ResourceProblem::ServerNotString { index: i + 1, json_type: json_type_name(other) }),
+    });
+    strings.collect()
 }
 
 /// The `resource_metadata` parameter of a `Bearer` challenge in a `WWW-Authenticate` header
@@ -179,6 +230,7 @@ mod tests {
 
     #[test]
     fn the_resource_must_be_identical_and_name_servers() {
+        let validate = |body: &[u8], expected: &str| validate(body, expected, url::Transport::TlsOnly);
         let ok = br#"{"resource":"https://h/mcp","authorization_servers":["https://as.example"]}"#;
         assert_eq!(validate(ok, "https://h/mcp").unwrap().authorization_servers, ["https://as.example"]);
         let e = validate(ok, "https://h/mcp/").unwrap_err();
@@ -197,6 +249,47 @@ mod tests {
         assert_eq!(validate(b"{}", "https://h"), Err(ResourceProblem::NoResource));
         assert!(matches!(validate(b"[]", "https://h"), Err(ResourceProblem::Json(_))));
         assert_eq!(validate(b"\xff", "https://h"), Err(ResourceProblem::NotUtf8));
+    }
+
+    /// Both MCP SDKs reject the whole document for one entry that is not a string; the gate
+    /// names the entry rather than dropping it and passing on the rest.
+    #[test]
+    fn a_server_that_is_not_a_string_spoils_the_document() {
+        let tls = url::Transport::TlsOnly;
+        let body = br#"{"resource":"https://h","authorization_servers":["https://as.example",{"issuer":"x"}]}"#;
+        let e = validate(body, "https://h", tls).unwrap_err();
+        assert_eq!(e, ResourceProblem::ServerNotString { index: 2, json_type: "an object" });
+        assert!(
+            e.to_string()
+                .starts_with("entry #2 of the protected resource metadata's authorization_servers is an object")
+        );
+        let body = br#"{"resource":"https://h","authorization_servers":[7,"https://as.example"]}"#;
+        assert_eq!(
+            validate(body, "https://h", tls),
+            Err(ResourceProblem::ServerNotString { index: 1, json_type: "a number" })
+        );
+        let body = br#"{"resource":"https://h","authorization_servers":"https://as.example"}"#;
+        assert_eq!(validate(body, "https://h", tls), Err(ResourceProblem::ServersNotArray("a string")));
+        let body = br#"{"resource":"https://h","authorization_servers":null}"#;
+        assert_eq!(validate(body, "https://h", tls), Err(ResourceProblem::NoServers));
+    }
+
+    #[test]
+    fn a_plain_server_fails_a_chain_given_as_https_and_is_a_warning_otherwise() {
+        let body = br#"{"resource":"https://h","authorization_servers":["https://as.example","http://as.plain"]}"#;
+        let e = validate(body, "https://h", url::Transport::TlsOnly).unwrap_err();
+        assert!(
+            matches!(&e, ResourceProblem::PlainServer(m) if m.starts_with("authorization server http://as.plain uses plain http inside a chain given as https")),
+            "{e}"
+        );
+        let body = br#"{"resource":"http://h","authorization_servers":["http://as.plain"]}"#;
+        let ok = validate(body, "http://h", url::Transport::PlainAllowed).unwrap();
+        assert_eq!(ok.authorization_servers, ["http://as.plain"]);
+        assert!(
+            ok.warnings.len() == 1 && ok.warnings[0].contains("http://as.plain uses plain http"),
+            "{:?}",
+            ok.warnings
+        );
     }
 
     #[test]

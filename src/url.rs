@@ -255,6 +255,73 @@ pub fn has_path(url: &str) -> bool {
     split(url).is_ok_and(|p| !p.path.is_empty() && p.path != "/")
 }
 
+/// Whether a host (as [`Parts::host`] writes it) is the machine itself: `localhost` or a name
+/// under it, an IPv4 address in 127.0.0.0/8, or `[::1]`.
+pub fn is_loopback(host: &str) -> bool {
+    let host = host.to_ascii_lowercase();
+    let host = host.strip_suffix('.').unwrap_or(&host);
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+        || bare_host(host).parse::<std::net::Ipv6Addr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Which links of a chain may use plain http, decided by the URLs the user gave for the target.
+///
+/// A chain the user gave as https stays https: RFC 9728 §7.1, RFC 8414 §3 (and §2: an issuer
+/// "uses the https scheme") and the MCP authorization specification's "Communication Security"
+/// require TLS on every link, so a plain `http://` link inside it fails, naming the link and the
+/// URL. When a URL the user gave for the target is itself `http://` (`--issuer`,
+/// `--discovery-url` or `--resource`, for in-cluster use), each plain link is only a warning, as
+/// that URL is. The links judged so are the ones the gate takes from a server, never from the
+/// user: a resource metadata URL named by the resource's challenge (the derived ones share the
+/// resource's scheme), each authorization server the resource metadata lists (whose metadata URL
+/// is derived from it and so shares its scheme), a document's `jwks_uri` fetched under
+/// `--check-jwks`, and with `auto` the `token_endpoint` (see `discovery::mcp_client_rules`,
+/// which also lets a loopback host through). A redirect from https to http fails anyway
+/// (`http`). The user's own URLs, `--jwks-url` included, keep their rule: plain http is allowed
+/// with a warning when the settings are read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// Every URL the user gave is https: a plain link fails.
+    #[default]
+    TlsOnly,
+    /// The user gave an `http://` URL: a plain link is a warning.
+    PlainAllowed,
+}
+
+impl Transport {
+    /// `PlainAllowed` when any of the user's URLs for the target is `http://`.
+    pub fn for_user_urls<'a>(urls: impl IntoIterator<Item = &'a str>) -> Transport {
+        if urls.into_iter().any(|u| split(u).is_ok_and(|p| p.scheme == "http")) {
+            Transport::PlainAllowed
+        } else {
+            Transport::TlsOnly
+        }
+    }
+
+    /// Judges one link, `what` naming it (`jwks_uri`, …): `Ok(None)` when it is not plain http
+    /// (a URL that does not parse is left to the caller's own check), `Ok(Some(warning))` when
+    /// plain http is allowed, `Err(why)` when it is not.
+    pub fn judge(self, what: &str, to: &str) -> Result<Option<String>, String> {
+        if !split(to).is_ok_and(|p| p.scheme == "http") {
+            return Ok(None);
+        }
+        let to = redact(to);
+        match self {
+            Transport::PlainAllowed => Ok(Some(format!(
+                "{what} {to} uses plain http: not protected by TLS (accepted because the URL you gave is http, for \
+                 in-cluster use)"
+            ))),
+            Transport::TlsOnly => Err(format!(
+                "{what} {to} uses plain http inside a chain given as https: RFC 9728 §7.1, RFC 8414 §3 and the MCP \
+                 specification (Communication Security) require TLS; serve it over https (plain http is accepted, \
+                 with a warning, only when the URL you give the gate is http)"
+            )),
+        }
+    }
+}
+
 /// A URI reference split as RFC 3986 Appendix B does, borrowed from the raw string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Reference<'a> {
@@ -428,6 +495,31 @@ pub fn redact(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_hosts_are_the_machine_itself() {
+        for host in ["localhost", "LOCALHOST", "mcp.localhost", "localhost.", "127.0.0.1", "127.1.2.3", "[::1]"] {
+            assert!(is_loopback(host), "{host}");
+        }
+        for host in ["localhost.example.com", "mylocalhost", "128.0.0.1", "10.0.0.1", "[::2]", "[::ffff:8.8.8.8]"] {
+            assert!(!is_loopback(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn a_chain_given_as_https_stays_https() {
+        assert_eq!(Transport::for_user_urls(["https://a", "https://b"]), Transport::TlsOnly);
+        assert_eq!(Transport::for_user_urls(["https://a", "http://svc:8080"]), Transport::PlainAllowed);
+        assert_eq!(Transport::for_user_urls([]), Transport::TlsOnly);
+        let tls = Transport::TlsOnly;
+        assert_eq!(tls.judge("jwks_uri", "https://h/k"), Ok(None));
+        assert_eq!(tls.judge("jwks_uri", "not a url"), Ok(None), "left to the caller's own check");
+        let e = tls.judge("jwks_uri", "http://u:p@h/k").unwrap_err();
+        assert!(e.starts_with("jwks_uri http://***@h/k uses plain http inside a chain given as https"), "{e}");
+        let w = Transport::PlainAllowed.judge("jwks_uri", "http://h/k").unwrap().unwrap();
+        assert!(w.starts_with("jwks_uri http://h/k uses plain http: not protected by TLS"), "{w}");
+        assert_eq!(Transport::PlainAllowed.judge("jwks_uri", "https://h/k"), Ok(None));
+    }
 
     #[test]
     fn issuer_urls_are_checked() {

@@ -300,6 +300,7 @@ mod tests {
         Ready {
             resource_metadata: None,
             servers: vec![ServerReady { document, url: "https://h".into(), jwks_keys: None }],
+            warnings: Vec::new(),
         }
     }
 

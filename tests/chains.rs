@@ -263,3 +263,234 @@ fn dry_run_shows_every_url_in_the_order_tried() {
         assert!(r.stdout.contains(line), "{line:?} not in\n{}", r.stdout);
     }
 }
+
+/// A plain-HTTP provider (an in-cluster service) whose handler is made from its base URL
+/// `http://localhost:PORT`.
+fn plain_provider(handler: impl FnOnce(&str) -> Handler) -> (Provider, String) {
+    let slot = Reserved::new();
+    let base = format!("http://localhost:{}", slot.port);
+    (slot.listen(Mode::Plain, handler(&base)), base)
+}
+
+/// The gate for `--resource`, trusting the test CA, with `--once --output json` and `extra`.
+fn resource_gate(ca: &TestCa, resource: &str, extra: &[&str]) -> Run {
+    let mut cmd = gate();
+    cmd.args(["--resource", resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]).args(extra);
+    run(cmd)
+}
+
+#[track_caller]
+fn assert_failed(r: &Run, class: &str, link: &str, phrases: &[&str]) {
+    assert_exit(r, 1);
+    assert_logged(r, phrases);
+    let failure = &r.json()["issuers"][0]["last_failure"];
+    assert_eq!((failure["class"].as_str(), failure["link"].as_str()), (Some(class), Some(link)), "{}", r.log());
+}
+
+/// Issue 17: a chain the user gave as https stays https. A plain-http link the gate takes from a
+/// server fails, naming the link and the URL, before anything is fetched from it: the metadata
+/// URL of a resource's challenge, an authorization server the metadata lists, a `jwks_uri`.
+#[test]
+fn plain_http_inside_an_https_chain_fails_naming_the_link() {
+    let ca = TestCa::new();
+    // The resource's challenge names http:// metadata (which would list a good server).
+    let never = Provider::start(Mode::Plain, routes(vec![]));
+    let plain_prm = format!("http://localhost:{}/prm", never.port());
+    let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |_| {
+        let header = format!(r#"Bearer resource_metadata="{plain_prm}""#);
+        reply(move |req, _| match req.path.as_str() {
+            "/mcp" => Reply::with_headers(401, &[("WWW-Authenticate", &header)], ""),
+            _ => Reply::json(404, "{}"),
+        })
+    });
+    let r = resource_gate(&ca, &resource, &[]);
+    let named = format!(
+        "the resource metadata URL named by the resource's challenge {plain_prm} uses plain http inside a chain given as https"
+    );
+    assert_failed(&r, "resource", "resource-metadata", &[&named, "RFC 9728 §7.1"]);
+    assert_eq!(never.count(), 0, "nothing is fetched over plain http");
+
+    // The metadata lists an http:// authorization server.
+    let plain_as = format!("http://localhost:{}", never.port());
+    let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
+        routes(vec![(format!("{PRM}/mcp"), 200, prm_doc(res, &[&plain_as]))])
+    });
+    let r = resource_gate(&ca, &resource, &[]);
+    let listed = format!("authorization server {plain_as} uses plain http inside a chain given as https");
+    assert_failed(&r, "resource", "resource-metadata", &[&listed]);
+    assert_eq!(never.count(), 0);
+
+    // An https issuer whose document names an http:// jwks_uri, under --check-jwks.
+    let plain_keys = format!("http://localhost:{}/keys", never.port());
+    let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        let mut doc: Value = serde_json::from_str(&discovery_doc(iss)).unwrap();
+        doc["jwks_uri"] = Value::String(plain_keys.clone());
+        serve_at(WELL_KNOWN, doc.to_string())
+    });
+    let r = run_args(gate_for(&ca, &iss), &["--check-jwks", "--once", "--output", "json"]);
+    let keys = format!("jwks: jwks_uri {plain_keys} uses plain http inside a chain given as https");
+    assert_failed(&r, "jwks", "jwks", &[&keys]);
+    assert_eq!(never.count(), 0);
+}
+
+/// The exception: a `--resource http://…` (in-cluster use) makes each plain link a warning, as
+/// its own URL is, and the chain passes.
+#[test]
+fn a_chain_given_as_http_passes_with_a_warning_for_each_plain_link() {
+    let keys = std::fs::read_to_string(fixture("kubernetes-sa.jwks.json")).unwrap();
+    let (_as, issuer) = plain_provider(|iss| {
+        let mut doc: Value = serde_json::from_str(&oauth_doc(iss)).unwrap();
+        doc["jwks_uri"] = Value::String(format!("{iss}/keys"));
+        routes(vec![(OAUTH.to_string(), 200, doc.to_string()), ("/keys".to_string(), 200, keys)])
+    });
+    let servers = [issuer.as_str()];
+    // Neither well-known location: the challenge names the metadata, over plain http too.
+    let (rs, base) = plain_provider(|base| {
+        let doc = prm_doc(&format!("{base}/mcp"), &servers);
+        let header = format!(r#"Bearer resource_metadata="{base}/meta/prm.json""#);
+        reply(move |req, _| match req.path.as_str() {
+            "/mcp" => Reply::with_headers(401, &[("WWW-Authenticate", &header)], ""),
+            "/meta/prm.json" => Reply::json(200, doc.clone()),
+            _ => Reply::json(404, "{}"),
+        })
+    });
+    let resource = format!("{base}/mcp");
+    let mut cmd = gate();
+    cmd.args(["--resource", &resource, "--check-jwks", "--once", "--output", "json"]);
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    assert_eq!(rs.paths(), [format!("{PRM}/mcp"), PRM.to_string(), "/mcp".into(), "/meta/prm.json".into()]);
+    let accepted =
+        "uses plain http: not protected by TLS (accepted because the URL you gave is http, for in-cluster use)";
+    let challenge =
+        format!("the resource metadata URL named by the resource's challenge {base}/meta/prm.json {accepted}");
+    assert_logged(
+        &r,
+        &[
+            "uses plain http: the metadata is not protected by TLS",
+            &challenge,
+            &format!("authorization server {issuer} {accepted}"),
+            &format!("token_endpoint {issuer}/token {accepted}"),
+            &format!("jwks_uri {issuer}/keys {accepted}"),
+        ],
+    );
+    let entry = &r.json()["issuers"][0];
+    assert_eq!(entry["warnings"].as_array().unwrap().len(), 2, "the resource's own links: {entry}");
+    assert_eq!(entry["authorization_servers"][0]["warnings"].as_array().unwrap().len(), 2, "{entry}");
+}
+
+/// Both MCP SDKs reject resource metadata with a non-string server (TypeScript: zod's
+/// `z.array(SafeUrlSchema)`; Python: `list[AnyHttpUrl]`), so the good server next to it is never
+/// used and the gate does not pass on it.
+#[test]
+fn a_server_entry_that_is_not_a_string_fails_the_resource() {
+    let ca = TestCa::new();
+    let (good, issuer) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        routes(vec![(OAUTH.to_string(), 200, oauth_doc(iss))])
+    });
+    let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
+        let doc = json!({ "resource": res, "authorization_servers": [issuer, 42] });
+        routes(vec![(format!("{PRM}/mcp"), 200, doc.to_string())])
+    });
+    let r = resource_gate(&ca, &resource, &[]);
+    assert_failed(
+        &r,
+        "resource",
+        "resource-metadata",
+        &["entry #2 of the protected resource metadata's authorization_servers is a number, not a string"],
+    );
+    assert_eq!(good.count(), 0, "no server of a rejected document is used");
+}
+
+/// What the MCP TypeScript SDK 1.32 rejects (its zod schemas in `discoverAuthorizationServerMetadata`,
+/// then `startAuthorization`) fails under `--metadata auto` and along a `--resource` chain, as
+/// class `missing-field`; a plain `--issuer` keeps its own rules.
+#[test]
+fn documents_the_mcp_sdk_rejects_fail_under_auto_and_resource() {
+    let ca = TestCa::new();
+    type Change = fn(&mut serde_json::Map<String, Value>);
+    let cases: Vec<(&str, Change, &str)> = vec![
+        (
+            "no authorization_endpoint",
+            |d| drop(d.remove("authorization_endpoint")),
+            "MCP clients require authorization_endpoint: the MCP TypeScript SDK's OAuthMetadataSchema rejects",
+        ),
+        ("no token_endpoint", |d| drop(d.remove("token_endpoint")), "MCP clients require token_endpoint"),
+        (
+            "no response types",
+            |d| drop(d.remove("response_types_supported")),
+            "MCP clients require response_types_supported",
+        ),
+        (
+            "no code flow",
+            |d| drop(d.insert("response_types_supported".into(), json!(["token"]))),
+            "does not list \"code\"",
+        ),
+        (
+            "PKCE without S256",
+            |d| drop(d.insert("code_challenge_methods_supported".into(), json!(["plain"]))),
+            "does not list \"S256\"",
+        ),
+        (
+            "plain token endpoint",
+            |d| drop(d.insert("token_endpoint".into(), json!("http://as.example/token"))),
+            "token_endpoint http://as.example/token uses plain http inside a chain given as https",
+        ),
+    ];
+    for (i, (name, change, phrase)) in cases.into_iter().enumerate() {
+        let (_as, issuer) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+            let mut doc: Value = serde_json::from_str(&oauth_doc(iss)).unwrap();
+            change(doc.as_object_mut().unwrap());
+            routes(vec![(OAUTH.to_string(), 200, doc.to_string())])
+        });
+        // Alternately as --metadata auto and along a resource chain.
+        let r = if i % 2 == 0 {
+            run_args(gate_for(&ca, &issuer), &["--metadata", "auto", "--once", "--output", "json"])
+        } else {
+            let servers = [issuer.as_str()];
+            let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
+                routes(vec![(format!("{PRM}/mcp"), 200, prm_doc(res, &servers))])
+            });
+            resource_gate(&ca, &resource, &[])
+        };
+        assert_eq!(r.code, Some(1), "{name}: {}", r.log());
+        assert!(r.log().contains(phrase), "{name}: expected {phrase:?} in {}", r.log());
+        assert_eq!(r.json()["issuers"][0]["last_failure"]["class"], "missing-field", "{name}");
+    }
+
+    // A loopback token endpoint (local development) and a missing PKCE list are warnings.
+    let (_as, issuer) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        let mut doc: Value = serde_json::from_str(&oauth_doc(iss)).unwrap();
+        doc["token_endpoint"] = json!("http://127.0.0.1:9000/token");
+        doc.as_object_mut().unwrap().remove("code_challenge_methods_supported");
+        routes(vec![(OAUTH.to_string(), 200, doc.to_string())])
+    });
+    let r = run_args(gate_for(&ca, &issuer), &["--metadata", "auto", "--once"]);
+    assert_exit(&r, 0);
+    assert_logged(
+        &r,
+        &[
+            "token_endpoint http://127.0.0.1:9000/token uses plain http on a loopback host",
+            "no code_challenge_methods_supported: MCP clients that follow the 2025-11-25 specification refuse",
+            "the MCP TypeScript SDK 1.32 checks the list only when it is present",
+        ],
+    );
+}
+
+/// Plain `--issuer` keeps the rules made for the API server's issuer: no authorization_endpoint,
+/// no PKCE list, still ready by `oidc` and by `oauth` (with a warning).
+#[test]
+fn a_plain_issuer_without_authorization_endpoint_still_passes() {
+    let ca = TestCa::new();
+    let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        let mut doc: Value = serde_json::from_str(&discovery_doc(iss)).unwrap();
+        doc.as_object_mut().unwrap().remove("authorization_endpoint");
+        let doc = doc.to_string();
+        routes(vec![(WELL_KNOWN.to_string(), 200, doc.clone()), (OAUTH.to_string(), 200, doc)])
+    });
+    for kind in ["oidc", "oauth"] {
+        let r = run_args(gate_for(&ca, &iss), &["--metadata", kind, "--once"]);
+        assert_exit(&r, 0);
+        assert_logged(&r, &["usual member(s) missing: authorization_endpoint"]);
+    }
+}

@@ -253,3 +253,100 @@ fn mcp_sdk_resource_mismatch_and_a_server_whose_issuer_differs() {
         &[&format!("issuer-mismatch: authorization server {issuer}/: document says issuer \"{issuer}\"")],
     );
 }
+
+/// What the MCP TypeScript SDK's client code decides about each document
+/// (`tests/peer/sdk-verdicts.mjs`, no network): `None` when it accepts, else why it refuses.
+fn sdk_verdicts(cases: &[serde_json::Value]) -> Vec<Option<String>> {
+    let dir = peer_dir();
+    assert!(dir.join("node_modules/@modelcontextprotocol/sdk").exists(), "the peers are not installed");
+    let mut child = Command::new("node")
+        .arg(dir.join("sdk-verdicts.mjs"))
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("node is needed for the peer tests; the test command installs it");
+    let input: String = cases.iter().map(|c| format!("{c}\n")).collect();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let lines: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), cases.len(), "one verdict per case: {lines:?}");
+    lines.iter().map(|l| l.split_once("\trejected\t").map(|(_, why)| why.to_string())).collect()
+}
+
+/// Issue 17: the documents that fail under `--metadata auto` and `--resource`, judged by the MCP
+/// TypeScript SDK 1.32.2 itself (its zod schemas in `discoverAuthorizationServerMetadata` and
+/// `discoverOAuthProtectedResourceMetadata`, then `startAuthorization`) and by the gate against a
+/// local provider: the gate refuses exactly what the SDK refuses, except a plain token endpoint,
+/// which the SDK does not check and the MCP specification's Communication Security forbids.
+#[test]
+fn the_gate_refuses_what_the_mcp_sdk_refuses() {
+    use serde_json::{Value, json};
+    const OAUTH: &str = "/.well-known/oauth-authorization-server";
+    let oauth = |iss: &str| {
+        json!({
+            "issuer": iss, "authorization_endpoint": format!("{iss}/authorize"), "token_endpoint": format!("{iss}/token"),
+            "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+        })
+    };
+    let oidc = |iss: &str| serde_json::from_str::<Value>(&discovery_doc(iss)).unwrap();
+    type Case = (&'static str, &'static str, fn(&mut serde_json::Map<String, Value>), bool, bool);
+    // (name, spec, change, the SDK accepts, the gate passes)
+    let cases: Vec<Case> = vec![
+        ("complete", "oauth", |_| {}, true, true),
+        ("no authorization_endpoint", "oauth", |d| drop(d.remove("authorization_endpoint")), false, false),
+        ("no token_endpoint", "oauth", |d| drop(d.remove("token_endpoint")), false, false),
+        ("no response_types_supported", "oauth", |d| drop(d.remove("response_types_supported")), false, false),
+        (
+            "no code flow",
+            "oauth",
+            |d| drop(d.insert("response_types_supported".into(), json!(["token"]))),
+            false,
+            false,
+        ),
+        (
+            "PKCE without S256",
+            "oauth",
+            |d| drop(d.insert("code_challenge_methods_supported".into(), json!(["plain"]))),
+            false,
+            false,
+        ),
+        ("no PKCE list (a warning)", "oauth", |d| drop(d.remove("code_challenge_methods_supported")), true, true),
+        ("OIDC without subject_types_supported", "oidc", |d| drop(d.remove("subject_types_supported")), false, false),
+        (
+            "plain token endpoint",
+            "oauth",
+            |d| drop(d.insert("token_endpoint".into(), json!("http://as.example/token"))),
+            true,
+            false,
+        ),
+    ];
+    let ca = TestCa::new();
+    let mut sdk_cases = Vec::new();
+    let mut gate_passed = Vec::new();
+    for (name, spec, change, _, _) in &cases {
+        let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+            let mut doc = if *spec == "oidc" { oidc(iss) } else { oauth(iss) };
+            change(doc.as_object_mut().unwrap());
+            sdk_cases.push(json!({ "name": name, "kind": "as", "spec": spec, "doc": doc }));
+            serve_at(if *spec == "oidc" { WELL_KNOWN } else { OAUTH }, doc.to_string())
+        });
+        gate_passed.push(run_args(gate_for(&ca, &iss), &["--metadata", "auto", "--once"]).code == Some(0));
+    }
+    // A resource whose metadata lists a server that is not a string.
+    let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
+        let doc = json!({ "resource": res, "authorization_servers": ["https://as.example", 42] });
+        sdk_cases.push(json!({ "name": "a server that is not a string", "kind": "prm", "doc": doc }));
+        serve_at("/.well-known/oauth-protected-resource/mcp", doc.to_string())
+    });
+    let mut cmd = gate();
+    cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once"]);
+    gate_passed.push(run(cmd).code == Some(0));
+    let expected = cases.iter().map(|c| (c.0, c.3, c.4)).chain([("a server that is not a string", false, false)]);
+    for ((name, sdk_accepts, gate_passes), (sdk, gate)) in
+        expected.zip(sdk_verdicts(&sdk_cases).into_iter().zip(gate_passed))
+    {
+        assert_eq!(sdk.is_none(), sdk_accepts, "{name}: the SDK says {sdk:?}");
+        assert_eq!(gate, gate_passes, "{name}: the gate");
+    }
+}

@@ -31,16 +31,21 @@ pub(super) fn discover(
             continue;
         }
         let rules = Rules { kind: candidate.spec, ..at.checks.rules };
-        let mut server = judge(&fetched, issuer, rules).map_err(|f| {
+        let judged = judge(&fetched, issuer, rules).and_then(|mut server| {
+            if kind == MetadataKind::Auto {
+                let warnings = discovery::mcp_client_rules(&fetched.body, candidate.spec, at.transport)
+                    .map_err(|problem| document_failure(problem, &fetched))?;
+                server.document.warnings.extend(warnings);
+            }
+            Ok(server)
+        });
+        let mut server = judged.map_err(|f| {
             let also =
                 if declined.is_empty() { String::new() } else { format!("; before it: {}", declined.join(", ")) };
             Failure { detail: format!("{}{also}", f.detail), ..f }.at(Link::Metadata, context)
         })?;
-        if kind == MetadataKind::Auto {
-            pkce_warning(&fetched.body, &mut server.document);
-        }
         if at.checks.check_jwks {
-            let keys = check_jwks(at, &server.document, context);
+            let keys = check_jwks(at, &mut server.document, context);
             server.jwks_keys = Some(keys.map_err(|f| symmetric_only_hint(f, &server.document))?);
         }
         return Ok(server);
@@ -51,59 +56,55 @@ pub(super) fn discover(
 /// Judges a complete response by `rules`.
 pub(super) fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<ServerReady, Failure> {
     let body = usable_body(fetched)?;
-    let document = discovery::validate_document(body, issuer, rules).map_err(|problem| {
-        let class = match &problem {
-            DocumentProblem::NotUtf8 { .. } => FailureClass::Body,
-            DocumentProblem::Json(_) | DocumentProblem::Duplicate(_) => FailureClass::Json,
-            DocumentProblem::IssuerMismatch { .. } => FailureClass::IssuerMismatch,
-            DocumentProblem::MissingField(_) | DocumentProblem::NotHttps(_) => FailureClass::MissingField,
-        };
-        let mut detail = problem.to_string();
-        if class == FailureClass::Json {
-            detail.push_str(&format!(
-                " (Content-Type {}, starts {:?})",
-                fetched.content_type.as_deref().unwrap_or("absent"),
-                discovery::printable_excerpt(&fetched.body, 60)
-            ));
-        }
-        Failure::new(class, detail)
-    })?;
+    let document = discovery::validate_document(body, issuer, rules).map_err(|p| document_failure(p, fetched))?;
     Ok(ServerReady { document, url: fetched.url.clone(), jwks_keys: None })
 }
 
-/// The MCP authorization specification (2025-11-25) has clients refuse a server that does not
-/// advertise PKCE with S256. The MCP TypeScript SDK does not check it, so it is a warning.
-fn pkce_warning(body: &[u8], document: &mut Document) {
-    let advertised = serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v.get("code_challenge_methods_supported").cloned())
-        .and_then(|v| v.as_array().map(|a| a.iter().any(|m| m == "S256")));
-    if advertised != Some(true) {
-        document.warnings.push(
-            "code_challenge_methods_supported does not list S256: MCP clients that follow the 2025-11-25 \
-             specification refuse such a server (the TypeScript SDK does not check)"
-                .into(),
-        );
+/// A document's problem as a failure. A problem of the document's rules (`--strict`, or what MCP
+/// clients require under `auto`: a member missing, no `code` flow, no S256, a plain token
+/// endpoint) is class `missing-field`: the server answers, its document is not what the client
+/// needs, and the fix is in the server's configuration.
+fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
+    let class = match &problem {
+        DocumentProblem::NotUtf8 { .. } => FailureClass::Body,
+        DocumentProblem::Json(_) | DocumentProblem::Duplicate(_) => FailureClass::Json,
+        DocumentProblem::IssuerMismatch { .. } => FailureClass::IssuerMismatch,
+        DocumentProblem::MissingField(_) | DocumentProblem::NotHttps(_) => FailureClass::MissingField,
+    };
+    let mut detail = problem.to_string();
+    if class == FailureClass::Json {
+        detail.push_str(&format!(
+            " (Content-Type {}, starts {:?})",
+            fetched.content_type.as_deref().unwrap_or("absent"),
+            discovery::printable_excerpt(&fetched.body, 60)
+        ));
     }
+    Failure::new(class, detail)
 }
 
 /// Fetches the keys (`--jwks-url`, else `jwks_uri`) under the same TLS rules and requires a
-/// usable key. Every failure here is class `jwks`, with the transport's class in the detail.
-fn check_jwks(at: &Attempt<'_>, document: &Document, context: &str) -> Result<usize, Failure> {
+/// usable key. Every failure here is class `jwks`, with the transport's class in the detail. A
+/// plain-http `jwks_uri` fails in a chain given as https and is a warning otherwise
+/// ([`jwks::location`]); `--jwks-url` is the user's own URL, checked when the settings are read.
+fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Result<usize, Failure> {
     let jwks = |detail: String| Failure::new(FailureClass::Jwks, detail).at(Link::Jwks, context);
-    let Some(uri) = at.checks.jwks_url.as_ref().or(document.jwks_uri.as_ref()) else {
+    let Some(uri) = at.checks.jwks_url.clone().or(document.jwks_uri.clone()) else {
         return Err(jwks("the document has no jwks_uri to check".into()));
     };
-    if let Err(p) = url::split(uri) {
-        return Err(jwks(format!("jwks_uri {:?} {p}", url::redact(uri))));
+    if at.checks.jwks_url.is_none() {
+        let plain = jwks::location(&uri, at.transport).map_err(|p| jwks(p.to_string()))?;
+        document.warnings.extend(plain);
     }
-    let fetched = at.fetch(Link::Jwks, context, uri)?;
+    if let Err(p) = url::split(&uri) {
+        return Err(jwks(format!("jwks_uri {:?} {p}", url::redact(&uri))));
+    }
+    let fetched = at.fetch(Link::Jwks, context, &uri)?;
     let body = usable_body(&fetched).map_err(|f| {
         let hint = if fetched.status >= 500 { " (Dex answers 500 until its first signing key exists)" } else { "" };
         jwks(format!("{}{hint}", f.detail))
     })?;
     jwks::validate_jwks(body, &document.id_token_signing_alg_values_supported)
-        .map_err(|p| jwks(format!("{p} (from {})", url::redact(uri))))
+        .map_err(|p| jwks(format!("{p} (from {})", url::redact(&uri))))
 }
 
 /// A provider that signs only with a shared secret (`HS*`) publishes no key: `--check-jwks` can

@@ -140,6 +140,9 @@ pub(crate) struct Ready {
     pub(crate) resource_metadata: Option<String>,
     /// The issuer (an `--issuer` target) or every server the resource lists, in its order.
     pub(crate) servers: Vec<ServerReady>,
+    /// Warnings about the resource's own links (plain http accepted: [`url::Transport`]); each
+    /// server's are in its document.
+    pub(crate) warnings: Vec<String>,
 }
 
 /// What one attempt checks, beyond fetching.
@@ -219,9 +222,14 @@ impl Prober {
                     .map_err(|why| Failure::new(FailureClass::Token, format!("token file {} {why}", path.display())))?,
             ),
         };
+        let user_urls = match &*self.target {
+            Target::Issuer { issuer, discovery_url } => vec![issuer.as_str(), discovery_url.as_deref().unwrap_or("")],
+            Target::Resource { resource } => vec![resource.as_str()],
+        };
         let mut at = Attempt {
             client: &self.client,
             checks: &self.checks,
+            transport: url::Transport::for_user_urls(user_urls),
             track,
             token,
             token_origins: Vec::new(),
@@ -232,7 +240,7 @@ impl Prober {
             Target::Issuer { issuer, discovery_url } => {
                 at.token_origins = self.token_origins(issuer, discovery_url.as_deref());
                 issuer::discover(&at, issuer, self.checks.rules.kind, discovery_url.as_deref(), "")
-                    .map(|server| Ready { resource_metadata: None, servers: vec![server] })
+                    .map(|server| Ready { resource_metadata: None, servers: vec![server], warnings: Vec::new() })
             }
             Target::Resource { resource } => resource::discover(&at, resource),
         }
@@ -252,6 +260,8 @@ impl Prober {
 struct Attempt<'a> {
     client: &'a HttpClient,
     checks: &'a Checks,
+    /// Whether a link the gate takes from a server may be plain http.
+    transport: url::Transport,
     track: &'a Track,
     token: Option<String>,
     token_origins: Vec<String>,

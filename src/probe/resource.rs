@@ -11,13 +11,13 @@ use crate::url;
 const CONTEXT: &str = "protected resource metadata: ";
 
 pub(super) fn discover(at: &Attempt<'_>, target: &str) -> Result<Ready, Failure> {
-    let (metadata_url, metadata) = find_metadata(at, target)?;
+    let (metadata_url, mut metadata) = find_metadata(at, target)?;
     let mut servers = Vec::with_capacity(metadata.authorization_servers.len());
     for server in &metadata.authorization_servers {
         let context = format!("authorization server {}: ", url::redact(server));
         servers.push(issuer::discover(at, server, MetadataKind::Auto, None, &context)?);
     }
-    Ok(Ready { resource_metadata: Some(metadata_url), servers })
+    Ok(Ready { resource_metadata: Some(metadata_url), servers, warnings: std::mem::take(&mut metadata.warnings) })
 }
 
 /// The well-known locations in order, moving on after a client error; then, when neither has
@@ -30,7 +30,7 @@ fn find_metadata(at: &Attempt<'_>, target: &str) -> Result<(String, ResourceMeta
             declined.push(format!("{} answered HTTP {}", url::redact(&candidate), fetched.status));
             continue;
         }
-        return judge(&fetched, target);
+        return judge(at, &fetched, target);
     }
     let challenge = at.fetch(Link::ResourceMetadata, CONTEXT, target)?;
     let named = challenge
@@ -55,12 +55,20 @@ fn find_metadata(at: &Attempt<'_>, target: &str) -> Result<(String, ResourceMeta
             format!("the resource's challenge names resource_metadata {:?}, which {problem}", url::redact(&named));
         return Err(Failure::new(FailureClass::Resource, detail).at(Link::ResourceMetadata, ""));
     }
-    judge(&at.fetch(Link::ResourceMetadata, CONTEXT, &named)?, target)
+    // The challenge is the one place the resource names a URL of another scheme (§5.1).
+    let what = "the resource metadata URL named by the resource's challenge";
+    let plain = at.transport.judge(what, &named).map_err(|why| {
+        Failure::new(FailureClass::Resource, format!("protected resource metadata: {why}"))
+            .at(Link::ResourceMetadata, "")
+    })?;
+    let (url, mut metadata) = judge(at, &at.fetch(Link::ResourceMetadata, CONTEXT, &named)?, target)?;
+    metadata.warnings.splice(0..0, plain.map(|w| format!("protected resource metadata: {w}")));
+    Ok((url, metadata))
 }
 
-fn judge(fetched: &Fetched, target: &str) -> Result<(String, ResourceMetadata), Failure> {
+fn judge(at: &Attempt<'_>, fetched: &Fetched, target: &str) -> Result<(String, ResourceMetadata), Failure> {
     let body = usable_body(fetched).map_err(|f| f.at(Link::ResourceMetadata, CONTEXT))?;
-    let metadata = resource::validate(body, target).map_err(|problem| {
+    let metadata = resource::validate(body, target, at.transport).map_err(|problem| {
         // The problem names the metadata itself; no prefix needed.
         Failure::new(FailureClass::Resource, format!("{problem} (from {})", url::redact(&fetched.url)))
             .at(Link::ResourceMetadata, "")

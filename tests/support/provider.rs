@@ -86,6 +86,8 @@ pub fn serve_at(path: &str, body: String) -> Handler {
 #[derive(Clone)]
 pub enum Mode {
     Tls(Arc<rustls::ServerConfig>),
+    /// Plain HTTP, no TLS (an in-cluster service).
+    Plain,
     /// Accept TCP, then never speak (a stuck TLS terminator).
     Silent,
     /// Write these bytes as soon as a connection arrives, whatever it sends, then close (a
@@ -228,6 +230,7 @@ fn serve_connection(
             return;
         }
         Mode::Tls(config) => Box::new(rustls::StreamOwned::new(rustls::ServerConnection::new(config).unwrap(), tcp)),
+        Mode::Plain => Box::new(tcp),
     };
     let mut reader = BufReader::new(stream);
     let Some(req) = read_request(&mut reader) else { return };
