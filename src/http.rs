@@ -35,8 +35,12 @@ pub(crate) struct Fetched {
     pub(crate) content_encoding: Option<String>,
     /// The raw `Retry-After` header.
     pub(crate) retry_after: Option<String>,
-    /// The raw `WWW-Authenticate` header (a protected resource's challenge names its metadata).
+    /// Every `WWW-Authenticate` field line, joined by ", " as RFC 9110 §5.3 allows (a protected
+    /// resource's challenge names its metadata); bytes beyond ASCII (obs-text, §5.5) are kept as
+    /// UTF-8 where they are, else replaced.
     pub(crate) www_authenticate: Option<String>,
+    /// The body was not read: a `text/event-stream` never ends (an MCP server's SSE stream).
+    pub(crate) stream: bool,
     /// The Location header, used to follow redirects.
     pub(crate) location: Option<String>,
     pub(crate) body: Vec<u8>,
@@ -72,6 +76,8 @@ pub(crate) enum FetchError {
         host: String,
     },
     TlsOther(String),
+    /// A redirect not followed (to another origin, from https to plain http, a loop, too many,
+    /// no Location): MCP clients get the 3xx back and move on to their next URL.
     Redirect(String),
     Body(String),
     Protocol(String),
@@ -275,11 +281,16 @@ impl HttpClient {
             content_type: header("content-type"),
             content_encoding: header("content-encoding").filter(|e| !e.trim().eq_ignore_ascii_case("identity")),
             retry_after: header("retry-after"),
-            www_authenticate: header("www-authenticate"),
+            www_authenticate: challenges(response.headers()),
+            stream: false,
             location: header("location"),
             body: Vec::new(),
             url: target.to_string(),
         };
+        if fetched.content_type.as_deref().is_some_and(is_event_stream) {
+            fetched.stream = true;
+            return Ok(fetched);
+        }
         fetched.body = response
             .body_mut()
             .with_config()
@@ -288,6 +299,20 @@ impl HttpClient {
             .map_err(|e| classify(e, progress, budget))?;
         Ok(fetched)
     }
+}
+
+/// Every `WWW-Authenticate` field line as one list (RFC 9110 §5.3), obs-text kept.
+fn challenges(headers: &ureq::http::HeaderMap) -> Option<String> {
+    let lines: Vec<String> = headers
+        .get_all("www-authenticate")
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect();
+    if lines.is_empty() { None } else { Some(lines.join(", ")) }
+}
+
+fn is_event_stream(content_type: &str) -> bool {
+    content_type.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
 }
 
 /// `Retry-After` (RFC 9110 §10.2.3) as a delay from `now`: delay-seconds or an HTTP-date (the
@@ -382,6 +407,19 @@ fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every field line counts, and bytes beyond ASCII (obs-text) survive (RFC 9110 §5.3, §5.5):
+    /// the Python SDK finds a challenge in either line, and so must the gate.
+    #[test]
+    fn every_challenge_line_is_kept_with_its_obs_text() {
+        use ureq::http::{HeaderMap, HeaderValue};
+        let mut headers = HeaderMap::new();
+        assert_eq!(challenges(&headers), None);
+        headers.append("www-authenticate", HeaderValue::from_bytes(b"Basic realm=\"Z\xc3\xbcrich\"").unwrap());
+        headers.append("www-authenticate", HeaderValue::from_static("Bearer resource_metadata=\"https://h/m\""));
+        assert_eq!(challenges(&headers).unwrap(), "Basic realm=\"Zürich\", Bearer resource_metadata=\"https://h/m\"");
+        assert!(is_event_stream("text/event-stream; charset=utf-8") && !is_event_stream("application/json"));
+    }
 
     #[test]
     fn retry_after_in_every_form() {

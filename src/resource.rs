@@ -300,6 +300,11 @@ mod tests {
             r#"Bearer error="invalid_token", error_description="No token, \"really\"", resource_metadata="https://h/.well-known/oauth-protected-resource/mcp""#,
             r#"DPoP algs="ES256", Bearer realm="x",resource_metadata="https://h/.well-known/oauth-protected-resource/mcp""#,
             "bearer resource_metadata=https://h/.well-known/oauth-protected-resource/mcp",
+            // Several challenges in one field, and two field lines as the client joins them (RFC
+            // 9110 §5.3); a quoted string with obs-text, a non-ASCII realm (§5.6.4, §11.6.1).
+            r#"Basic realm="x", Bearer realm="y", resource_metadata="https://h/.well-known/oauth-protected-resource/mcp""#,
+            r#"Basic realm="x", Bearer resource_metadata="https://h/.well-known/oauth-protected-resource/mcp""#,
+            r#"Bearer realm="Zürich, \"Ost\"", resource_metadata="https://h/.well-known/oauth-protected-resource/mcp""#,
         ] {
             assert_eq!(challenge_metadata_url(header), url, "{header}");
         }
