@@ -112,6 +112,7 @@ fn launch(
         jwks_url: config.jwks_url.clone(),
         token_file: config.token_file.clone(),
         proxy_skips_verify: config.proxy_skips_verify,
+        refuse_legacy_auth: config.refuse_legacy_auth,
     });
     let schedule = Schedule {
         deadline: started + config.timeout,

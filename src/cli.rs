@@ -134,6 +134,11 @@ pub(crate) struct Cli {
     #[arg(long)]
     pub(crate) check_jwks: bool,
 
+    /// A --resource without protected resource metadata fails, rather than having its origin taken
+    /// for its authorization server as MCP clients do (the 2025-03-26 legacy path)
+    #[arg(long)]
+    pub(crate) refuse_legacy_auth: bool,
+
     /// Fetch the keys from this URL instead of the document's jwks_uri, e.g. the API server's
     /// https://kubernetes.default.svc/openid/v1/jwks; implies --check-jwks, and --token-file is
     /// sent here too
@@ -177,6 +182,7 @@ pub(crate) const ENV_VARS: &[(&str, &str)] = &[
     ("connect_to", "WAIT_FOR_IDP_CONNECT_TO"),
     ("token_file", "WAIT_FOR_IDP_TOKEN_FILE"),
     ("check_jwks", "WAIT_FOR_IDP_CHECK_JWKS"),
+    ("refuse_legacy_auth", "WAIT_FOR_IDP_REFUSE_LEGACY_AUTH"),
     ("jwks_url", "WAIT_FOR_IDP_JWKS_URL"),
     ("successes", "WAIT_FOR_IDP_SUCCESSES"),
     ("output", "WAIT_FOR_IDP_OUTPUT"),

@@ -111,6 +111,7 @@ fn passed(ready: &Ready) -> String {
         .collect();
     match &ready.resource_metadata {
         Some(at) => format!("resource metadata at {}; authorization server {}", url::redact(at), servers.join(", ")),
+        None if servers.is_empty() => "the resource needs no authorization".to_string(),
         None => servers.join(", "),
     }
 }
@@ -181,9 +182,12 @@ fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]
         let urls = first_urls(t, config);
         match t {
             Target::Issuer { issuer, .. } => out.push_str(&format!("issuer          {}\n", url::redact(issuer))),
-            Target::Resource { resource } => out.push_str(&format!("resource        {}\n", url::redact(resource))),
+            Target::Resource { resource } => {
+                out.push_str(&format!("resource        {}\n", url::redact(resource)));
+                out.push_str("  challenge     the resource's own 401 first; its resource_metadata, if any, next\n");
+            }
         }
-        for u in &urls {
+        for u in urls.iter().filter(|u| !matches!(t, Target::Resource { resource } if resource == *u)) {
             out.push_str(&format!("  metadata      {}\n", url::redact(u)));
         }
         if let Some(parts) = urls.first().and_then(|u| url::split(u).ok()) {
@@ -241,7 +245,10 @@ fn first_urls(target: &Target, config: &Config) -> Vec<String> {
                 .map(|c| c.url)
                 .collect()
         }
-        Target::Resource { resource } => resource::metadata_urls(resource),
+        // The resource first: its challenge may name the metadata (then asked before the rest).
+        Target::Resource { resource } => {
+            std::iter::once(resource.clone()).chain(resource::metadata_urls(resource)).collect()
+        }
     }
 }
 
@@ -370,7 +377,7 @@ impl<'a> IssuerSummary<'a> {
             jwks_keys: single.and_then(|s| s.jwks_keys),
             // An issuer's document warnings; a resource's own (each server has its own list).
             warnings: match passed {
-                Some(p) if p.resource_metadata.is_some() => &p.warnings,
+                Some(p) if p.resource_metadata.is_some() || p.servers.is_empty() => &p.warnings,
                 _ => single.map_or(&[], |s| &s.document.warnings),
             },
             authorization_servers: passed

@@ -115,7 +115,8 @@ fn a_resource_is_ready_when_its_metadata_and_every_server_are() {
     cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
     let r = run(cmd);
     assert_exit(&r, 0);
-    assert_eq!(rs.paths(), [format!("{PRM}/tenant/mcp")]);
+    // The resource first, as a client meets it (its 404 names no metadata), then the path form.
+    assert_eq!(rs.paths(), ["/tenant/mcp".to_string(), format!("{PRM}/tenant/mcp")]);
     let json = r.json();
     let entry = &json["issuers"][0];
     assert_eq!(entry["resource"], resource.as_str());
@@ -126,8 +127,10 @@ fn a_resource_is_ready_when_its_metadata_and_every_server_are() {
     assert_logged(&r, &["passed: resource metadata at", &format!("authorization server issuer {as1:?} served by")]);
 }
 
+/// The clients' order (issue 17 §3): the resource's own `401` challenge first, whose
+/// `resource_metadata` MCP clients MUST use; then the path form; then the root.
 #[test]
-fn resource_metadata_falls_back_to_the_root_then_to_the_challenge() {
+fn the_challenge_comes_first_then_the_path_form_then_the_root() {
     let ca = TestCa::new();
     let (_as, issuer) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
         routes(vec![(OAUTH.to_string(), 200, oauth_doc(iss))])
@@ -142,9 +145,9 @@ fn resource_metadata_falls_back_to_the_root_then_to_the_challenge() {
     let r = run(cmd);
     assert_exit(&r, 0);
     assert!(r.stdout.starts_with("resource metadata       https://localhost:"), "--once summary: {}", r.stdout);
-    assert_eq!(rs.paths(), [format!("{PRM}/mcp"), PRM.to_string()]);
+    assert_eq!(rs.paths(), ["/mcp".to_string(), format!("{PRM}/mcp"), PRM.to_string()]);
 
-    // Neither well-known location: the resource's own 401 challenge names the metadata (§5.1).
+    // The resource's own 401 challenge names the metadata (§5.1): used first, nothing else asked.
     let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
         let (res, doc) = (res.to_string(), prm_doc(res, &servers));
         let named = res.replace("/mcp", "/meta/prm.json");
@@ -162,7 +165,7 @@ fn resource_metadata_falls_back_to_the_root_then_to_the_challenge() {
     cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once"]);
     let r = run(cmd);
     assert_exit(&r, 0);
-    assert_eq!(rs.paths(), [format!("{PRM}/mcp"), PRM.to_string(), "/mcp".to_string(), "/meta/prm.json".to_string()]);
+    assert_eq!(rs.paths(), ["/mcp".to_string(), "/meta/prm.json".to_string()]);
 }
 
 #[test]
@@ -188,7 +191,8 @@ fn each_broken_link_of_a_resource_chain_is_named() {
             "resource",
             "lists no authorization_servers",
         ),
-        ("nothing anywhere", Box::new(|_: &str| vec![]), "resource", "no protected resource metadata:"),
+        // Then the origin is the authorization server (the legacy path), and it has no metadata.
+        ("nothing anywhere", Box::new(|_: &str| vec![]), "http-status", "(no protected resource metadata): HTTP 404"),
         (
             "server's issuer differs",
             Box::new(|res: &str| vec![(format!("{PRM}/mcp"), 200, prm_doc(res, &servers))]),
@@ -256,6 +260,7 @@ fn dry_run_shows_every_url_in_the_order_tried() {
         "  metadata      https://idp.test/.well-known/openid-configuration/realms/x",
         "  metadata      https://idp.test/realms/x/.well-known/openid-configuration",
         "resource        https://mcp.test/t/mcp",
+        "  challenge     the resource's own 401 first; its resource_metadata, if any, next",
         "  metadata      https://mcp.test/.well-known/oauth-protected-resource/t/mcp",
         "  metadata      https://mcp.test/.well-known/oauth-protected-resource",
         "rules           auto",
@@ -359,7 +364,7 @@ fn a_chain_given_as_http_passes_with_a_warning_for_each_plain_link() {
     cmd.args(["--resource", &resource, "--check-jwks", "--once", "--output", "json"]);
     let r = run(cmd);
     assert_exit(&r, 0);
-    assert_eq!(rs.paths(), [format!("{PRM}/mcp"), PRM.to_string(), "/mcp".into(), "/meta/prm.json".into()]);
+    assert_eq!(rs.paths(), ["/mcp".to_string(), "/meta/prm.json".into()]);
     let accepted =
         "uses plain http: not protected by TLS (accepted because the URL you gave is http, for in-cluster use)";
     let challenge =
@@ -493,4 +498,184 @@ fn a_plain_issuer_without_authorization_endpoint_still_passes() {
         assert_exit(&r, 0);
         assert_logged(&r, &["usual member(s) missing: authorization_endpoint"]);
     }
+}
+
+/// Issue 17 §3: a redirect the gate does not follow (another origin, https to http) is passed
+/// over, as the MCP TypeScript SDK 1.32.2 does: `fetchWithinOrigin` hands the 3xx back and
+/// `discoverAuthorizationServerMetadata` / `shouldAttemptFallback` go on for any status below 500.
+#[test]
+fn an_unfollowed_redirect_passes_on_to_the_next_url() {
+    let ca = TestCa::new();
+    let (_as, issuer) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        routes(vec![(OAUTH.to_string(), 200, oauth_doc(iss))])
+    });
+    let servers = [issuer.as_str()];
+    let elsewhere = format!("{issuer}/somewhere");
+    let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
+        let doc = prm_doc(res, &servers);
+        reply(move |req, _| match req.path.as_str() {
+            p if p == format!("{PRM}/mcp") => Reply::redirect(302, &elsewhere),
+            PRM => Reply::json(200, doc.clone()),
+            _ => Reply::json(404, "{}"),
+        })
+    });
+    let r = resource_gate(&ca, &resource, &[]);
+    assert_exit(&r, 0);
+    assert_eq!(rs.paths(), ["/mcp".to_string(), format!("{PRM}/mcp"), PRM.to_string()]);
+    assert_logged(&r, &["protected resource metadata: passed over", "refused redirect to another origin"]);
+
+    // Under auto: RFC 8414 redirects to plain http, the OIDC document at the root passes.
+    let (p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        let (plain, doc) = (iss.replace("https://", "http://"), discovery_doc(iss));
+        reply(move |req, _| match req.path.as_str() {
+            OAUTH => Reply::redirect(301, &format!("{plain}{OAUTH}")),
+            WELL_KNOWN => Reply::json(200, doc.clone()),
+            _ => Reply::json(404, "{}"),
+        })
+    });
+    let r = run_args(gate_for(&ca, &iss), &["--metadata", "auto", "--once"]);
+    assert_exit(&r, 0);
+    assert_eq!(p.paths(), [OAUTH, WELL_KNOWN]);
+    assert_logged(&r, &["passed over", "refused redirect from https to plain http"]);
+}
+
+/// A 502 (a proxy with no route for the path) passes on to the next URL, for both kinds of
+/// metadata (typescript-sdk PR #1632); another 5xx ends the attempt, as SDK 1.32.2 throws on it.
+#[test]
+fn a_502_passes_on_and_other_server_errors_end_the_attempt() {
+    let ca = TestCa::new();
+    let (p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/t", |iss| {
+        routes(vec![
+            (format!("{OAUTH}/t"), 502, "bad gateway".into()),
+            (format!("{WELL_KNOWN}/t"), 200, discovery_doc(iss)),
+        ])
+    });
+    let r = run_args(gate_for(&ca, &iss), &["--metadata", "auto", "--once"]);
+    assert_exit(&r, 0);
+    assert_eq!(p.paths(), [format!("{OAUTH}/t"), format!("{WELL_KNOWN}/t")]);
+    assert_logged(&r, &[&format!("passed over {} (HTTP 502)", p.issuer(&format!("{OAUTH}/t")))]);
+
+    let (_as, issuer) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        routes(vec![(OAUTH.to_string(), 200, oauth_doc(iss))])
+    });
+    let servers = [issuer.as_str()];
+    for (status, exit) in [(502, 0), (503, 1), (500, 1)] {
+        let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
+            routes(vec![(format!("{PRM}/mcp"), status, "{}".into()), (PRM.to_string(), 200, prm_doc(res, &servers))])
+        });
+        let r = resource_gate(&ca, &resource, &[]);
+        assert_eq!(r.code, Some(exit), "HTTP {status}: {}", r.log());
+        let tried = rs.paths().len();
+        assert_eq!(tried, if exit == 0 { 3 } else { 2 }, "HTTP {status}: {:?}", rs.paths());
+    }
+}
+
+/// Challenges the parser used to miss, which the Python SDK finds: one in a second
+/// `WWW-Authenticate` field line, several in one field, and a quoted string with obs-text.
+#[test]
+fn every_challenge_is_found_in_every_field_line() {
+    let ca = TestCa::new();
+    let (_as, issuer) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        routes(vec![(OAUTH.to_string(), 200, oauth_doc(iss))])
+    });
+    let servers = [issuer.as_str()];
+    let lines: [&[&str]; 3] = [
+        &[r#"Basic realm="Zürich""#, r#"Bearer resource_metadata="{named}""#],
+        &[r#"Basic realm="x", Bearer error="invalid_token", resource_metadata="{named}""#],
+        &[r#"Bearer realm="Zürich", resource_metadata="{named}""#],
+    ];
+    for challenge in lines {
+        let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
+            let doc = prm_doc(res, &servers);
+            let named = res.replace("/mcp", "/meta/prm.json");
+            let values: Vec<String> = challenge.iter().map(|c| c.replace("{named}", &named)).collect();
+            reply(move |req, _| match req.path.as_str() {
+                "/mcp" => {
+                    let headers: Vec<(&str, &str)> = values.iter().map(|v| ("WWW-Authenticate", v.as_str())).collect();
+                    Reply::with_headers(401, &headers, "")
+                }
+                "/meta/prm.json" => Reply::json(200, doc.clone()),
+                _ => Reply::json(404, "{}"),
+            })
+        });
+        let r = resource_gate(&ca, &resource, &[]);
+        assert_exit(&r, 0);
+        assert_eq!(rs.paths(), ["/mcp", "/meta/prm.json"], "{challenge:?}");
+    }
+}
+
+/// No protected resource metadata anywhere: both SDKs take the server's origin for its
+/// authorization server (the 2025-03-26 behaviour); the gate does too, with a warning, unless
+/// `--refuse-legacy-auth` (or its variable).
+#[test]
+fn a_legacy_server_is_its_own_authorization_server_unless_refused() {
+    let ca = TestCa::new();
+    let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
+        let origin = res.trim_end_matches("/mcp").to_string();
+        routes(vec![(OAUTH.to_string(), 200, oauth_doc(&origin))])
+    });
+    let r = resource_gate(&ca, &resource, &[]);
+    assert_exit(&r, 0);
+    assert_eq!(rs.paths(), ["/mcp".to_string(), format!("{PRM}/mcp"), PRM.to_string(), OAUTH.to_string()]);
+    assert_logged(&r, &["no protected resource metadata", "using the 2025-03-26 legacy path", "--refuse-legacy-auth"]);
+    let origin = resource.trim_end_matches("/mcp");
+    assert_eq!(r.json()["issuers"][0]["endpoints"]["token_endpoint"], format!("{origin}/token"));
+
+    let r = resource_gate(&ca, &resource, &["--refuse-legacy-auth"]);
+    assert_failed(&r, "resource", "resource-metadata", &["which --refuse-legacy-auth refuses"]);
+    let mut cmd = gate();
+    cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once"]);
+    cmd.env("WAIT_FOR_IDP_REFUSE_LEGACY_AUTH", "true");
+    assert_exit(&run(cmd), 1);
+}
+
+/// An MCP server that needs no authorization answers a client without a token: a JSON 200, or
+/// its SSE stream, which never ends. A client connects, so the gate says ready, and why.
+#[test]
+fn a_server_that_needs_no_authorization_is_ready_with_a_note() {
+    let ca = TestCa::new();
+    for (stream, what) in [(false, "HTTP 200"), (true, "an event stream")] {
+        let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |_| {
+            reply(move |req, _| match req.path.as_str() {
+                "/mcp" if stream => Reply::EventStream,
+                "/mcp" => Reply::json(200, r#"{"jsonrpc":"2.0"}"#),
+                _ => Reply::json(404, "{}"),
+            })
+        });
+        let r = resource_gate(&ca, &resource, &[]);
+        assert_exit(&r, 0);
+        assert_within(&r, std::time::Duration::from_secs(3));
+        assert_eq!(rs.paths(), ["/mcp"]);
+        assert_logged(&r, &[&format!("answered a request without a token with {what}: it needs no authorization")]);
+        assert_eq!(r.json()["issuers"][0]["warnings"].as_array().map(Vec::len), Some(1), "{}", r.stdout);
+    }
+}
+
+/// MCP clients send `MCP-Protocol-Version` (SDK 1.32.2: LATEST_PROTOCOL_VERSION, 2025-11-25) on
+/// every metadata request; so does the gate under `auto` and `--resource`, and only there.
+#[test]
+fn metadata_requests_carry_the_mcp_protocol_version() {
+    let ca = TestCa::new();
+    let versioned = |iss: &str, doc: String| {
+        let (doc, path) = (doc, if iss.ends_with("/mcp") { format!("{PRM}/mcp") } else { OAUTH.to_string() });
+        reply(move |req, _| match req.header("mcp-protocol-version") {
+            Some("2025-11-25") if req.path == path => Reply::json(200, doc.clone()),
+            Some("2025-11-25") => Reply::json(404, "{}"),
+            _ => Reply::json(400, r#"{"error":"no MCP-Protocol-Version"}"#),
+        })
+    };
+    let (_as, issuer) =
+        Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| versioned(iss, oauth_doc(iss)));
+    let servers = [issuer.as_str()];
+    let (_rs, resource) =
+        Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| versioned(res, prm_doc(res, &servers)));
+    assert_exit(&resource_gate(&ca, &resource, &[]), 0);
+    let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        let doc = discovery_doc(iss);
+        reply(move |req, _| match req.header("mcp-protocol-version") {
+            None => Reply::json(200, doc.clone()),
+            Some(_) => Reply::json(400, "{}"),
+        })
+    });
+    assert_exit(&run_args(gate_for(&ca, &iss), &["--once"]), 0);
 }

@@ -111,6 +111,8 @@ pub(crate) struct Config {
     pub(crate) connect_to: Vec<ConnectTo>,
     pub(crate) token_file: Option<PathBuf>,
     pub(crate) check_jwks: bool,
+    /// `--refuse-legacy-auth`: no legacy fallback for a resource without metadata.
+    pub(crate) refuse_legacy_auth: bool,
     /// Where the keys are fetched instead of the document's `jwks_uri`.
     pub(crate) jwks_url: Option<String>,
     pub(crate) output: Output,
@@ -176,6 +178,7 @@ struct Values {
     connect_to: Vec<ConnectTo>,
     token_file: Option<Raw>,
     check_jwks: bool,
+    refuse_legacy_auth: bool,
     output: Output,
     termination_log: TerminationLog,
     mode: RunMode,
@@ -218,6 +221,7 @@ impl Values {
             connect_to: read_connect_to(cli, inputs)?,
             token_file: inputs.single("token_file", &cli.token_file),
             check_jwks: jwks_url.is_some() || inputs.switch("check_jwks", cli.check_jwks)?,
+            refuse_legacy_auth: inputs.switch("refuse_legacy_auth", cli.refuse_legacy_auth)?,
             output: parse_choice(inputs.single("output", &cli.output), defaults::OUTPUT, &output_choices)?,
             termination_log: match inputs.single("termination_log", &cli.termination_log) {
                 Some(raw) => TerminationLog { path: PathBuf::from(raw.value), create: true },
@@ -278,6 +282,7 @@ impl Values {
             connect_to: self.connect_to,
             token_file: self.token_file.map(|raw| PathBuf::from(raw.value)),
             check_jwks: self.check_jwks,
+            refuse_legacy_auth: self.refuse_legacy_auth,
             jwks_url: self.jwks_url.map(|raw| raw.value),
             output: self.output,
             fail_closed: self.fail_closed,

@@ -2,7 +2,7 @@
 //! the MCP order), judged by the specification of the URL that served it, and with
 //! `--check-jwks` a usable key in its JWK Set.
 
-use super::{Attempt, Failure, FailureClass, Link, ServerReady, usable_body};
+use super::{Answer, Attempt, Failure, FailureClass, Link, ServerReady, moves_on, usable_body};
 use crate::config::{MetadataKind, Rules};
 use crate::discovery::{self, Document, DocumentProblem};
 use crate::http::Fetched;
@@ -11,10 +11,11 @@ use crate::url;
 
 /// Finds, fetches and judges `issuer`'s metadata; `context` names the server in a longer chain.
 ///
-/// With several candidate URLs (`auto`), a redirect that was not followed or a client error
-/// (3xx, 4xx) moves on to the next URL, as MCP clients do; a 200 ends the search, passing or
-/// failing by its document; anything else (5xx, no connection) ends the attempt, since the next
-/// URL is on the same server.
+/// With several candidate URLs (`auto`), a redirect that was not followed, a client error (3xx,
+/// 4xx) or a 502 moves on to the next URL, as MCP clients do ([`moves_on`]; the log names each
+/// redirect and 502 passed over); a 200 ends the search, passing or failing by its document;
+/// anything else (another 5xx, no connection) ends the attempt, since the next URL is on the same
+/// server.
 pub(super) fn discover(
     at: &Attempt<'_>,
     issuer: &str,
@@ -24,12 +25,29 @@ pub(super) fn discover(
 ) -> Result<ServerReady, Failure> {
     let candidates = discovery::candidates(issuer, kind, discovery_url);
     let mut declined = Vec::new();
+    let mut passed_over = Vec::new();
     for (i, candidate) in candidates.iter().enumerate() {
-        let fetched = at.fetch(Link::Metadata, context, &candidate.url)?;
-        if i + 1 < candidates.len() && (300..500).contains(&fetched.status) {
-            declined.push(format!("{} (HTTP {})", url::redact(&candidate.url), fetched.status));
-            continue;
-        }
+        let last = i + 1 == candidates.len();
+        let fetched = match at.fetch_candidate(Link::Metadata, context, &candidate.url)? {
+            Answer::Skipped(why) if last => {
+                let also = before(&declined);
+                return Err(Failure::new(FailureClass::HttpStatus, format!("{why}{also}")).at(Link::Metadata, context));
+            }
+            Answer::Skipped(why) => {
+                let skipped = format!("{} ({why})", url::redact(&candidate.url));
+                declined.push(skipped.clone());
+                passed_over.push(skipped);
+                continue;
+            }
+            Answer::Got(fetched) if !last && moves_on(fetched.status, last) => {
+                declined.push(format!("{} (HTTP {})", url::redact(&candidate.url), fetched.status));
+                if fetched.status >= 500 {
+                    passed_over.push(format!("{} (HTTP {})", url::redact(&candidate.url), fetched.status));
+                }
+                continue;
+            }
+            Answer::Got(fetched) => fetched,
+        };
         let rules = Rules { kind: candidate.spec, ..at.checks.rules };
         let judged = judge(&fetched, issuer, rules).and_then(|mut server| {
             if kind == MetadataKind::Auto {
@@ -40,10 +58,9 @@ pub(super) fn discover(
             Ok(server)
         });
         let mut server = judged.map_err(|f| {
-            let also =
-                if declined.is_empty() { String::new() } else { format!("; before it: {}", declined.join(", ")) };
-            Failure { detail: format!("{}{also}", f.detail), ..f }.at(Link::Metadata, context)
+            Failure { detail: format!("{}{}", f.detail, before(&declined)), ..f }.at(Link::Metadata, context)
         })?;
+        server.document.warnings.extend(passed_over.iter().map(|p| format!("{context}passed over {p}")));
         if at.checks.check_jwks {
             let keys = check_jwks(at, &mut server.document, context);
             server.jwks_keys = Some(keys.map_err(|f| symmetric_only_hint(f, &server.document))?);
@@ -51,6 +68,10 @@ pub(super) fn discover(
         return Ok(server);
     }
     unreachable!("every kind has at least one candidate URL")
+}
+
+fn before(declined: &[String]) -> String {
+    if declined.is_empty() { String::new() } else { format!("; before it: {}", declined.join(", ")) }
 }
 
 /// Judges a complete response by `rules`.

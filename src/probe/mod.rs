@@ -12,7 +12,7 @@
 mod issuer;
 mod resource;
 
-use crate::config::{Rules, Target};
+use crate::config::{MetadataKind, Rules, Target};
 use crate::discovery::{self, Document};
 use crate::http::{FetchError, Fetched, HttpClient};
 use crate::progress::{Progress, Stage};
@@ -157,6 +157,9 @@ pub(crate) struct Checks {
     /// oauth2-proxy skips certificate checks (`OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY`), so a
     /// certificate the gate rejects is a conclusive failure: the proxy would not wait for it.
     pub(crate) proxy_skips_verify: bool,
+    /// `--refuse-legacy-auth`: a resource without protected resource metadata fails rather than
+    /// having its origin taken for its authorization server.
+    pub(crate) refuse_legacy_auth: bool,
 }
 
 /// What the thread doing an attempt shares with the caller waiting for it: the link it is at
@@ -233,6 +236,7 @@ impl Prober {
             track,
             token,
             token_origins: Vec::new(),
+            mcp: matches!(&*self.target, Target::Resource { .. }) || self.checks.rules.kind == MetadataKind::Auto,
             deadline: Instant::now() + budget,
             budget,
         };
@@ -265,39 +269,78 @@ struct Attempt<'a> {
     track: &'a Track,
     token: Option<String>,
     token_origins: Vec<String>,
+    /// Discovery as MCP clients do it (`auto`, `--resource`): their header on metadata requests.
+    mcp: bool,
     deadline: Instant,
     budget: Duration,
 }
 
+/// The protocol revision MCP clients announce on metadata requests: the TypeScript SDK 1.32.2
+/// sends `MCP-Protocol-Version: LATEST_PROTOCOL_VERSION` ('2025-11-25', `types.js`) from
+/// `tryMetadataDiscovery` and `discoverAuthorizationServerMetadata` (`client/auth.js`).
+pub(crate) const MCP_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// A candidate URL's answer under `auto` or `--resource`: a response, or a redirect the gate
+/// does not follow, which MCP clients pass over (see [`Attempt::fetch_candidate`]).
+pub(crate) enum Answer {
+    Got(Fetched),
+    /// Why the URL was passed over.
+    Skipped(String),
+}
+
 impl Attempt<'_> {
-    fn headers_for(&self, to: &str) -> Vec<(&'static str, String)> {
+    fn headers_for(&self, link: Link, to: &str) -> Vec<(&'static str, String)> {
+        let mut headers = Vec::new();
+        if self.mcp && link != Link::Jwks {
+            headers.push(("mcp-protocol-version", MCP_PROTOCOL_VERSION.to_string()));
+        }
         match &self.token {
             Some(t) if url::split(to).is_ok_and(|p| self.token_origins.contains(&p.origin())) => {
-                vec![("authorization", format!("Bearer {t}"))]
+                headers.push(("authorization", format!("Bearer {t}")));
             }
-            _ => Vec::new(),
+            _ => {}
         }
+        headers
+    }
+
+    fn get(&self, link: Link, context: &str, to: &str) -> Result<Fetched, FetchError> {
+        self.track.enter(link, context);
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        let fetched = self.client.get(to, left, &self.headers_for(link, to), &self.track.progress);
+        fetched.map(|f| self.hide_token(f))
     }
 
     /// Fetches one link of the chain within what is left of the budget; a transport failure is
     /// classed by the link, and a timeout names the attempt's budget.
     fn fetch(&self, link: Link, context: &str, to: &str) -> Result<Fetched, Failure> {
-        self.track.enter(link, context);
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        let fetched = self.client.get(to, left, &self.headers_for(to), &self.track.progress);
-        fetched.map(|f| self.hide_token(f)).map_err(|e| {
-            let e = match e {
-                FetchError::TimedOut { stage, host, .. } => FetchError::TimedOut { stage, host, after: self.budget },
-                other => other,
-            };
-            let rejected = matches!(e, FetchError::Tls { error: rustls::Error::InvalidCertificate(_), .. });
-            let mut failure = link_failure(link, context, e);
-            if rejected && self.checks.proxy_skips_verify {
-                failure.detail.push_str(SKIPPED_BY_PROXY);
-                failure.conclusive = true;
-            }
-            failure
-        })
+        self.get(link, context, to).map_err(|e| self.failure(link, context, e))
+    }
+
+    /// Like [`Attempt::fetch`], for one of several URLs in the MCP clients' order: a redirect
+    /// that is not followed is passed over, as the TypeScript SDK 1.32.2 does (`fetchWithinOrigin`
+    /// in `shared/transport.js` returns a cross-origin or downgrading redirect unfollowed, and
+    /// `discoverAuthorizationServerMetadata` goes on for any status below 500, "or a redirect that
+    /// was not followed"; `shouldAttemptFallback` tries the root after the path form likewise).
+    fn fetch_candidate(&self, link: Link, context: &str, to: &str) -> Result<Answer, Failure> {
+        match self.get(link, context, to) {
+            Ok(fetched) => Ok(Answer::Got(fetched)),
+            Err(FetchError::Redirect(why)) => Ok(Answer::Skipped(why)),
+            Err(e) => Err(self.failure(link, context, e)),
+        }
+    }
+
+    fn failure(&self, link: Link, context: &str, e: FetchError) -> Failure {
+        let e = match e {
+            FetchError::TimedOut { stage, host, .. } => FetchError::TimedOut { stage, host, after: self.budget },
+            other => other,
+        };
+        let rejected = matches!(e, FetchError::Tls { error: rustls::Error::InvalidCertificate(_), .. });
+        let mut failure = link_failure(link, context, e);
+        if rejected && self.checks.proxy_skips_verify {
+            failure.detail.push_str(SKIPPED_BY_PROXY);
+            failure.conclusive = true;
+        }
+        failure
     }
 }
 
@@ -345,6 +388,16 @@ fn fetch_failure(e: FetchError) -> Failure {
     };
     let cheap = matches!(e, FetchError::Refused { .. });
     Failure { cheap, ..Failure::new(class, e.to_string()) }
+}
+
+/// Whether MCP clients pass over a URL that answered `status` for the next in their order: a
+/// client error or a redirect returned unfollowed (the TypeScript SDK 1.32.2 goes on for any
+/// status below 500: `discoverAuthorizationServerMetadata`, `shouldAttemptFallback`), and a 502,
+/// which a reverse proxy answers for a path it does not route, unless `last` (typescript-sdk PR
+/// #1632, merged for the 2.x line; 1.32.2 still stops there). Every other 5xx ends the attempt,
+/// as 1.32.2 throws on it: the server is there but not serving, and the gate waits.
+pub(crate) fn moves_on(status: u16, last: bool) -> bool {
+    (300..500).contains(&status) || (status == 502 && !last)
 }
 
 /// A response that is not `200`: class `http-status`, with the provider's `Retry-After` kept.

@@ -40,6 +40,8 @@ pub enum Reply {
     Drip { every: Duration },
     /// A chunked body that never ends.
     Endless,
+    /// `text/event-stream`: an MCP server's SSE stream, a comment every 100 ms, forever.
+    EventStream,
     /// Part of a body, then a TCP reset.
     ResetMidBody,
 }
@@ -297,6 +299,17 @@ fn write_reply(mut out: Box<dyn Stream>, reply: Reply, raw: &TcpStream, stop: &A
                 .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
             let chunk = format!("{:x}\r\n{}\r\n", 4096, " ".repeat(4096));
             while !stop.load(Ordering::SeqCst) && out.write_all(chunk.as_bytes()).is_ok() {}
+            Ok(())
+        }
+        Reply::EventStream => {
+            let _ = out.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n",
+            );
+            while !stop.load(Ordering::SeqCst)
+                && out.write_all(b"8\r\n: ping\n\n\r\n").and_then(|_| out.flush()).is_ok()
+            {
+                std::thread::sleep(Duration::from_millis(100));
+            }
             Ok(())
         }
         Reply::ResetMidBody => {
