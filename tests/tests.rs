@@ -6,6 +6,7 @@ mod support;
 
 mod chains;
 mod compose;
+mod differential;
 mod documents;
 mod faults;
 mod field;
