@@ -649,6 +649,20 @@ fn a_server_that_needs_no_authorization_is_ready_with_a_note() {
         assert_logged(&r, &[&format!("answered a request without a token with {what}: it needs no authorization")]);
         assert_eq!(r.json()["issuers"][0]["warnings"].as_array().map(Vec::len), Some(1), "{}", r.stdout);
     }
+    // A 200 page that is no MCP server (an ingress's default backend) is no reason to pass.
+    let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |_| {
+        reply(|req, _| match req.path.as_str() {
+            "/mcp" => Reply::text(200, "<h1>Welcome to nginx!</h1>"),
+            _ => Reply::json(404, "{}"),
+        })
+    });
+    let r = resource_gate(&ca, &resource, &[]);
+    assert_failed(
+        &r,
+        "http-status",
+        "metadata",
+        &["legacy authorization server", "(no protected resource metadata): HTTP 404"],
+    );
 }
 
 /// MCP clients send `MCP-Protocol-Version` (SDK 1.32.2: LATEST_PROTOCOL_VERSION, 2025-11-25) on

@@ -46,7 +46,7 @@ fn find_metadata(at: &Attempt<'_>, target: &str) -> Result<Found, Failure> {
     let mut warnings = Vec::new();
     match at.fetch_candidate(Link::ResourceMetadata, CONTEXT, target)? {
         Answer::Skipped(why) => declined.push(format!("the resource {} ({why})", url::redact(target))),
-        Answer::Got(fetched) if fetched.status == 200 => return Ok(Found::Open(open_note(&fetched))),
+        Answer::Got(fetched) if open(&fetched) => return Ok(Found::Open(open_note(&fetched))),
         Answer::Got(fetched) => match challenged(at, &fetched)? {
             Some((named, plain)) => {
                 warnings.extend(plain);
@@ -101,6 +101,17 @@ fn challenged(at: &Attempt<'_>, fetched: &Fetched) -> Result<Option<(String, Opt
     let what = "the resource metadata URL named by the resource's challenge";
     let plain = at.transport.judge(what, &named).map_err(|why| fail(format!("protected resource metadata: {why}")))?;
     Ok(Some((named, plain.map(|w| format!("protected resource metadata: {w}")))))
+}
+
+/// Whether the resource answered as an MCP server that needs no token does: `200` with its SSE
+/// stream or a JSON body. A `200` of anything else (an ingress's default page) is no MCP server,
+/// so it only means no challenge: the search goes on, and a false pass is avoided.
+fn open(fetched: &Fetched) -> bool {
+    let json = fetched.content_type.as_deref().is_some_and(|t| {
+        let t = t.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        t == "application/json" || t.ends_with("+json")
+    });
+    fetched.status == 200 && (fetched.stream || json)
 }
 
 /// What to say of a resource that answers a client with no token: it needs no authorization, and
