@@ -10,7 +10,7 @@ use crate::proxy::ProxySettings;
 use crate::resource;
 use crate::token;
 use crate::url;
-use crate::wait::{AttemptReport, Next, Tally, Verdict};
+use crate::wait::{AttemptReport, Next, RETRY_AFTER_CAP, RetryAfter, Tally, Verdict};
 use log::Level;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -79,8 +79,15 @@ impl LineThrottle {
 pub(crate) fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally, throttle: &mut LineThrottle) {
     let level = throttle.level_for(report.outcome.as_ref().err(), Instant::now());
     let next = match report.next {
-        Next::Pause { pause, retry_after: Some(asked) } => {
-            format!("Retry-After {} honoured; next in {}, {} left", secs(asked), secs(pause), secs(report.left))
+        Next::Pause { pause, retry_after: Some(RetryAfter { asked, honoured }) } => {
+            let why = if honoured {
+                "honoured".to_string()
+            } else if pause >= RETRY_AFTER_CAP {
+                format!("capped at {}", secs(RETRY_AFTER_CAP))
+            } else {
+                "not honoured: the deadline comes first, and the last attempt needs time".to_string()
+            };
+            format!("Retry-After {} {why}; next in {}, {} left", secs(asked), secs(pause), secs(report.left))
         }
         Next::Pause { pause, retry_after: None } => format!("next in {}, {} left", secs(pause), secs(report.left)),
         Next::Stop(Verdict::Ready) => String::new(),

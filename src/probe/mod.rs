@@ -18,6 +18,7 @@ use crate::http::{FetchError, Fetched, HttpClient};
 use crate::progress::{Progress, Stage};
 use crate::token;
 use crate::url;
+use std::cell::Cell;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -235,15 +236,17 @@ impl Prober {
             token_origins: Vec::new(),
             deadline: Instant::now() + budget,
             budget,
+            asked: Cell::new(None),
         };
-        match &*self.target {
+        let outcome = match &*self.target {
             Target::Issuer { issuer, discovery_url } => {
                 at.token_origins = self.token_origins(issuer, discovery_url.as_deref());
                 issuer::discover(&at, issuer, self.checks.rules.kind, discovery_url.as_deref(), "")
                     .map(|server| Ready { resource_metadata: None, servers: vec![server], warnings: Vec::new() })
             }
             Target::Resource { resource } => resource::discover(&at, resource),
-        }
+        };
+        outcome.map_err(|f| at.asking(f))
     }
 
     /// The origins the bearer token may go to: where the issuer's metadata is fetched and the
@@ -267,6 +270,10 @@ struct Attempt<'a> {
     token_origins: Vec<String>,
     deadline: Instant,
     budget: Duration,
+    /// The longest `Retry-After` any fetch of the attempt was answered with (a 429 or 503), also
+    /// from a URL the attempt moved past or a link whose failure is reported in other words: a
+    /// failed attempt asks for it, whichever fetch it came from.
+    asked: Cell<Option<Duration>>,
 }
 
 impl Attempt<'_> {
@@ -285,6 +292,9 @@ impl Attempt<'_> {
         self.track.enter(link, context);
         let left = self.deadline.saturating_duration_since(Instant::now());
         let fetched = self.client.get(to, left, &self.headers_for(to), &self.track.progress);
+        if let Ok(f) = &fetched {
+            self.note_retry_after(f);
+        }
         fetched.map(|f| self.hide_token(f)).map_err(|e| {
             let e = match e {
                 FetchError::TimedOut { stage, host, .. } => FetchError::TimedOut { stage, host, after: self.budget },
@@ -302,6 +312,22 @@ impl Attempt<'_> {
 }
 
 impl Attempt<'_> {
+    fn note_retry_after(&self, fetched: &Fetched) {
+        let asked = Some(fetched.status)
+            .filter(|s| matches!(s, 429 | 503))
+            .and(fetched.retry_after.as_deref())
+            .and_then(|v| crate::http::retry_after(v, std::time::SystemTime::now()));
+        if asked > self.asked.get() {
+            self.asked.set(asked);
+        }
+    }
+
+    /// The attempt's failure, asking for the longest `Retry-After` any of its fetches was given.
+    fn asking(&self, mut failure: Failure) -> Failure {
+        failure.retry_after = failure.retry_after.max(self.asked.get());
+        failure
+    }
+
     /// The token taken out of a body a server sent back, before any excerpt is cut from it: an
     /// error page's always, a 200's only for a token long enough (16 bytes; every real bearer
     /// token is) not to be part of a valid document by chance. Every output is scrubbed again
