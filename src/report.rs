@@ -132,15 +132,21 @@ pub(crate) fn failure_counts(tally: &Tally) -> String {
     tally.failures.iter().map(|(class, n)| format!("{class}={n}")).collect::<Vec<_>>().join(" ")
 }
 
-/// Why an issuer is not ready, in one phrase.
-pub(crate) fn not_ready_reason(verdict: Verdict, tally: &Tally, config: &Config) -> String {
-    match verdict {
-        Verdict::Ready => "ready".into(),
-        Verdict::DeadlineReached => {
+/// Why an issuer is not ready, in one phrase; `elapsed` is when the run ended.
+fn not_ready_reason(r: &IssuerResult<'_>, config: &Config, elapsed: Duration) -> String {
+    match (r.verdict, r.stopped) {
+        (Some(Verdict::Ready), _) => "ready".into(),
+        (Some(Verdict::DeadlineReached), _) | (None, Stopped::Deadline) => {
             format!("timeout of {} used up", secs(config.timeout))
         }
-        Verdict::AttemptsExhausted => format!("all {} attempt(s) used", tally.attempts),
-        Verdict::Conclusive => "certificate rejected, a check oauth2-proxy skips".into(),
+        (Some(Verdict::AttemptsExhausted), _) => format!("all {} attempt(s) used", r.tally.attempts),
+        (Some(Verdict::Conclusive), _) => "certificate rejected, a check oauth2-proxy skips".into(),
+        (None, Stopped::By(i)) => format!(
+            "cut short after {}: {} ended the wait",
+            secs(elapsed),
+            config.targets.get(i).map_or(String::new(), |t| url::redact(t.name()))
+        ),
+        (None, Stopped::Signal(_)) => format!("interrupted after {}", secs(elapsed)),
     }
 }
 
@@ -252,12 +258,27 @@ fn first_urls(target: &Target, config: &Config) -> Vec<String> {
     }
 }
 
+/// What ended the wait for the targets still waiting then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stopped {
+    /// The deadline, or every target finished.
+    Deadline,
+    /// This target (an index into the configuration's) finished not ready, which decided the
+    /// outcome: the others were cut short.
+    By(usize),
+    /// This signal.
+    Signal(i32),
+}
+
 /// One target's result.
 pub(crate) struct IssuerResult<'a> {
     pub(crate) target: &'a Target,
-    /// `None`: still waiting when the process ended (deadline or signal).
+    /// `None`: still waiting when the process ended (see `stopped`).
     pub(crate) verdict: Option<Verdict>,
     pub(crate) tally: &'a Tally,
+    pub(crate) stopped: Stopped,
+    /// Where an attempt still under way at the end had got to.
+    pub(crate) in_flight: Option<String>,
 }
 
 /// The `--output json` summary, documented field by field in the README ("JSON output").
@@ -287,6 +308,8 @@ struct IssuerSummary<'a> {
     attempts: u32,
     failures: BTreeMap<&'static str, u32>,
     last_failure: Option<LastFailure<'a>>,
+    /// A target still waiting at the end: where its attempt under way had got to, else `null`.
+    in_flight: Option<String>,
     endpoints: Option<Endpoints<'a>>,
     jwks_keys: Option<usize>,
     warnings: &'a [String],
@@ -360,11 +383,13 @@ impl<'a> IssuerSummary<'a> {
                 .map(|u| url::redact(u)),
             jwks_url: config.jwks_url.as_deref().map(url::redact),
             ready,
-            verdict: match r.verdict {
-                Some(Verdict::Ready) => "ready",
-                Some(Verdict::DeadlineReached) | None => "deadline-reached",
-                Some(Verdict::AttemptsExhausted) => "attempts-exhausted",
-                Some(Verdict::Conclusive) => "certificate-rejected",
+            verdict: match (r.verdict, r.stopped) {
+                (Some(Verdict::Ready), _) => "ready",
+                (Some(Verdict::DeadlineReached), _) | (None, Stopped::Deadline) => "deadline-reached",
+                (Some(Verdict::AttemptsExhausted), _) => "attempts-exhausted",
+                (Some(Verdict::Conclusive), _) => "certificate-rejected",
+                (None, Stopped::By(_)) => "cut-short",
+                (None, Stopped::Signal(_)) => "interrupted",
             },
             attempts: r.tally.attempts,
             failures: r.tally.failures.iter().map(|(class, n)| (class.as_str(), *n)).collect(),
@@ -373,6 +398,7 @@ impl<'a> IssuerSummary<'a> {
                 link: f.link.as_str(),
                 message: &f.detail,
             }),
+            in_flight: r.in_flight.clone(),
             endpoints: single.map(|s| Endpoints::of(&s.document)),
             jwks_keys: single.and_then(|s| s.jwks_keys),
             // An issuer's document warnings; a resource's own (each server has its own list).
@@ -562,26 +588,7 @@ pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'
         return Conclusion { outcome: Outcome::Ready, lines, last, stdout };
     }
 
-    let mut reasons = Vec::new();
-    for r in issuers.iter().filter(|r| r.verdict != Some(Verdict::Ready)) {
-        let label = label(config, r.target);
-        let reason = not_ready_reason(r.verdict.unwrap_or(Verdict::DeadlineReached), r.tally, config);
-        lines.push((
-            Level::Warn,
-            match &r.tally.last_failure {
-                Some(f) => format!("{label}not ready ({reason}): last failure {}: {}", f.class, f.detail),
-                None => format!("{label}not ready ({reason}) before any attempt finished"),
-            },
-        ));
-        if r.tally.attempts > 0 {
-            lines.push((
-                Level::Warn,
-                format!("{label}{} attempt(s), failures by class: {}", r.tally.attempts, failure_counts(r.tally)),
-            ));
-        }
-        let class = r.tally.last_failure.as_ref().map_or("none", |f| f.class.as_str());
-        reasons.push(format!("{} ({reason}; last failure: {class})", url::redact(r.target.name())));
-    }
+    let reasons = not_ready_lines(config, issuers, elapsed, &mut lines);
     let summary = format!("{} after {attempts} attempt(s) in {took}", reasons.join(", "));
     let (outcome, last) = if config.fail_closed {
         (Outcome::NotReady, (Level::Error, format!("not ready: {summary}; failing closed (exit 1)")))
@@ -600,6 +607,39 @@ pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'
     Conclusion { outcome, lines, last, stdout }
 }
 
+/// For each target not ready: why, its last failure, its attempt under way if any, and its
+/// failures by class, as log lines; returns the one-phrase reasons for the final line.
+fn not_ready_lines(
+    config: &Config,
+    issuers: &[IssuerResult<'_>],
+    elapsed: Duration,
+    lines: &mut Vec<(Level, String)>,
+) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for r in issuers.iter().filter(|r| r.verdict != Some(Verdict::Ready)) {
+        let label = label(config, r.target);
+        let reason = not_ready_reason(r, config, elapsed);
+        let mut line = match &r.tally.last_failure {
+            Some(f) => format!("{label}not ready ({reason}): last failure {}: {}", f.class, f.detail),
+            None if r.tally.attempts == 0 => format!("{label}not ready ({reason}) before any attempt finished"),
+            None => format!("{label}not ready ({reason}) with no failed attempt"),
+        };
+        if let Some(at) = &r.in_flight {
+            line.push_str(&format!("; attempt {} was under way: {at}", r.tally.attempts + 1));
+        }
+        lines.push((Level::Warn, line));
+        if r.tally.attempts > 0 {
+            lines.push((
+                Level::Warn,
+                format!("{label}{} attempt(s), failures by class: {}", r.tally.attempts, failure_counts(r.tally)),
+            ));
+        }
+        let class = r.tally.last_failure.as_ref().map_or("none", |f| f.class.as_str());
+        reasons.push(format!("{} ({reason}; last failure: {class})", url::redact(r.target.name())));
+    }
+    reasons
+}
+
 /// The conclusion of a wait ended by SIGTERM or SIGINT.
 pub(crate) fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal: i32, elapsed: Duration) -> Conclusion {
     let name = if signal == signal_hook::consts::SIGINT { "SIGINT" } else { "SIGTERM" };
@@ -608,7 +648,9 @@ pub(crate) fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal:
     let last =
         (Level::Warn, format!("interrupted by {name} after {attempts} attempt(s) in {}; not ready", secs(elapsed)));
     let stdout = (config.output == Output::Json).then(|| json_summary(config, outcome, elapsed, issuers));
-    Conclusion { outcome, lines: Vec::new(), last, stdout }
+    let mut lines = Vec::new();
+    not_ready_lines(config, issuers, elapsed, &mut lines);
+    Conclusion { outcome, lines, last, stdout }
 }
 
 /// The conclusion when the gate could not even start waiting (no thread, no TLS set-up): not

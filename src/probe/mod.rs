@@ -190,16 +190,40 @@ pub(crate) struct Prober {
     client: Arc<HttpClient>,
     target: Arc<Target>,
     checks: Arc<Checks>,
+    /// The attempt under way, if any, and when it started: shared by the clones, so that a wait
+    /// ended by another target or a signal can say where this one had got to.
+    current: Arc<Mutex<Option<(Instant, Arc<Track>)>>>,
 }
 
 impl Prober {
     pub(crate) fn new(client: Arc<HttpClient>, target: Target, checks: Arc<Checks>) -> Prober {
-        Prober { client, target: Arc::new(target), checks }
+        Prober { client, target: Arc::new(target), checks, current: Arc::default() }
+    }
+
+    /// Where the attempt under way has got to, or `None` between attempts: the link (with the
+    /// server it belongs to), the fetch's stage and host, and how long the attempt has run.
+    pub(crate) fn in_flight(&self) -> Option<String> {
+        let (started, track) = self.current.lock().ok()?.clone()?;
+        let (stage, host) = track.progress.at();
+        let (link, context) = track.at.lock().map(|at| at.clone()).unwrap_or_default();
+        let ran = crate::human::secs(started.elapsed());
+        Some(format!("{context}{stage} ({host}), {ran} into it, at the {} link", link.as_str()))
     }
 
     /// One attempt, over within `budget` whatever the network does.
     pub(crate) fn attempt(&self, budget: Duration) -> Result<Ready, Failure> {
         let track = Arc::new(Track::default());
+        if let Ok(mut current) = self.current.lock() {
+            *current = Some((Instant::now(), track.clone()));
+        }
+        let outcome = self.attempt_tracked(budget, track);
+        if let Ok(mut current) = self.current.lock() {
+            *current = None;
+        }
+        outcome
+    }
+
+    fn attempt_tracked(&self, budget: Duration, track: Arc<Track>) -> Result<Ready, Failure> {
         let (tx, rx) = mpsc::sync_channel(1);
         let (prober, shared) = (self.clone(), track.clone());
         let spawned = std::thread::Builder::new()
