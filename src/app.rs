@@ -7,7 +7,7 @@
 //! Everything said along the way is `report`'s.
 
 use crate::cli;
-use crate::config::{Config, ConfigError, Loaded};
+use crate::config::{Config, ConfigError, Loaded, Target};
 use crate::http::HttpClient;
 use crate::probe::{Checks, Prober};
 use crate::proxy::ProxySettings;
@@ -120,6 +120,7 @@ fn launch(
         jwks_url: config.jwks_url.clone(),
         token_file: config.token_file.clone(),
         proxy_skips_verify: config.proxy_skips_verify,
+        one_issuer: matches!(config.targets.as_slice(), [Target::Issuer { .. }]),
     });
     let schedule = Schedule {
         deadline: started + config.timeout,

@@ -158,6 +158,9 @@ pub(crate) struct Checks {
     /// oauth2-proxy skips certificate checks (`OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY`), so a
     /// certificate the gate rejects is a conclusive failure: the proxy would not wait for it.
     pub(crate) proxy_skips_verify: bool,
+    /// The run waits for one `--issuer` and nothing else: `--discovery-url` and `--jwks-url`
+    /// can be given.
+    pub(crate) one_issuer: bool,
 }
 
 /// What the thread doing an attempt shares with the caller waiting for it: the link it is at
@@ -325,7 +328,11 @@ impl Attempt<'_> {
                 other => other,
             };
             let rejected = matches!(e, FetchError::Tls { error: rustls::Error::InvalidCertificate(_), .. });
+            let cross_origin = matches!(&e, FetchError::Redirect(d) if d.starts_with(crate::http::CROSS_ORIGIN));
             let mut failure = link_failure(link, context, e);
+            if cross_origin {
+                failure.detail.push_str(redirect_hint(link, context.is_empty() && self.checks.one_issuer));
+            }
             if rejected && self.checks.proxy_skips_verify {
                 failure.detail.push_str(SKIPPED_BY_PROXY);
                 failure.conclusive = true;
@@ -361,6 +368,24 @@ impl Attempt<'_> {
             token::hide_in_body(&mut fetched.body, t);
         }
         fetched
+    }
+}
+
+/// What to do about a refused cross-origin redirect, naming the flag that reaches the link:
+/// `--discovery-url` for an issuer's metadata and `--jwks-url` for its keys (both only when the
+/// run waits for that one issuer, `own` here), `--resource` for the resource's metadata. A
+/// link a resource's metadata names is the resource's to fix: no flag reaches it.
+fn redirect_hint(link: Link, own: bool) -> &'static str {
+    match (link, own) {
+        (Link::Metadata, true) => "; point --discovery-url at the final location",
+        (Link::Jwks, true) => "; point --jwks-url at the final location",
+        (Link::ResourceMetadata, _) => "; if the resource itself lives there, give that URL as --resource",
+        (Link::Metadata, false) => {
+            "; serve the metadata on the issuer's own origin (--discovery-url takes a single --issuer, no --resource)"
+        }
+        (Link::Jwks, false) => {
+            "; serve the keys where jwks_uri says (--jwks-url takes a single --issuer, no --resource)"
+        }
     }
 }
 
