@@ -527,6 +527,9 @@ fn messages_say_what_is_actually_wrong() {
         "{}",
         r.log()
     );
+    // Issue 17, section 6: the cause is known, so no guess at a gateway or network policy.
+    assert!(!r.log().contains("network policy") && !r.log().contains("metadata is normally public"), "{}", r.log());
+    assert_logged(&r, &["/protocol/openid-connect/certs answered HTTP 403)"]);
 }
 
 #[test]

@@ -100,6 +100,10 @@ fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Resul
     }
     let fetched = at.fetch(Link::Jwks, context, &uri)?;
     let body = usable_body(&fetched).map_err(|f| {
+        if fetched.status != 200 && symmetric_only(document) {
+            // The cause is known (see `symmetric_only_hint`): no guessing at gateways.
+            return jwks(format!("{} answered HTTP {}", url::redact(&uri), fetched.status));
+        }
         let hint = if fetched.status >= 500 { " (Dex answers 500 until its first signing key exists)" } else { "" };
         jwks(format!("{}{hint}", f.detail))
     })?;
@@ -111,7 +115,7 @@ fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Resul
 /// never pass there, and the failure should say so rather than suggest a network problem.
 fn symmetric_only_hint(mut failure: Failure, document: &Document) -> Failure {
     let algs = &document.id_token_signing_alg_values_supported;
-    if !algs.is_empty() && algs.iter().all(|a| !jwks::needs_public_key(a)) {
+    if symmetric_only(document) {
         failure.detail = format!(
             "the provider signs ID tokens only with {} (a shared secret), so no public key exists to check: drop \
              --check-jwks ({})",
@@ -120,4 +124,10 @@ fn symmetric_only_hint(mut failure: Failure, document: &Document) -> Failure {
         );
     }
     failure
+}
+
+/// The document lists signing algorithms and every one of them is a shared secret's (`HS*`).
+fn symmetric_only(document: &Document) -> bool {
+    let algs = &document.id_token_signing_alg_values_supported;
+    !algs.is_empty() && algs.iter().all(|a| !jwks::needs_public_key(a))
 }
