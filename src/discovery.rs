@@ -39,7 +39,7 @@ pub(crate) struct Candidate {
 /// Where to look for an issuer's metadata, in order.
 ///
 /// `oidc` and `oauth` have one URL each. `auto` follows the MCP authorization specification
-/// (2025-11-25, "Authorization Server Metadata Discovery"), as MCP clients do: for an issuer with
+/// (revision 2026-07-28, "Authorization Server Discovery"), as MCP clients do: for an issuer with
 /// a path, RFC 8414 inserted, OIDC inserted, OIDC appended; without one, RFC 8414, then OIDC. A
 /// `--discovery-url` is the one URL, judged by RFC 8414 if it is an RFC 8414 location.
 pub(crate) fn candidates(issuer: &str, kind: MetadataKind, discovery_url: Option<&str>) -> Vec<Candidate> {
