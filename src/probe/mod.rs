@@ -195,8 +195,11 @@ pub(crate) struct Prober {
     checks: Arc<Checks>,
     /// The attempt under way, if any, and when it started: shared by the clones, so that a wait
     /// ended by another target or a signal can say where this one had got to.
-    current: Arc<Mutex<Option<(Instant, Arc<Track>)>>>,
+    current: Arc<Mutex<Option<Started>>>,
 }
+
+/// An attempt under way: when it started, and where it is.
+type Started = (Instant, Arc<Track>);
 
 impl Prober {
     pub(crate) fn new(client: Arc<HttpClient>, target: Target, checks: Arc<Checks>) -> Prober {
