@@ -3,7 +3,7 @@
 //! `kubectl logs` on a bad morning: what failed, why, and how long the gate will still wait.
 
 use crate::config::{Config, ConfigError, Notice, Output, RunMode, Target, TerminationLog};
-use crate::discovery::{self, Document};
+use crate::discovery::{self, Document, Registration};
 use crate::human::secs;
 use crate::probe::{Failure, Ready, ServerReady};
 use crate::proxy::ProxySettings;
@@ -114,7 +114,15 @@ fn passed(ready: &Ready) -> String {
     let servers: Vec<String> = ready
         .servers
         .iter()
-        .map(|s| format!("issuer {:?} served by {}", s.document.issuer, url::redact(&s.url)))
+        .map(|s| {
+            let registration = s.document.registration.map(|r| format!(" (registration: {})", r.as_str()));
+            format!(
+                "issuer {:?} served by {}{}",
+                s.document.issuer,
+                url::redact(&s.url),
+                registration.unwrap_or_default()
+            )
+        })
         .collect();
     match &ready.resource_metadata {
         Some(at) => format!("resource metadata at {}; authorization server {}", url::redact(at), servers.join(", ")),
@@ -312,6 +320,8 @@ struct IssuerSummary<'a> {
     in_flight: Option<String>,
     endpoints: Option<Endpoints<'a>>,
     jwks_keys: Option<usize>,
+    /// How an MCP client can register (`cimd`, `dcr`, `none`), judged under `auto`, else `null`.
+    registration: Option<&'static str>,
     warnings: &'a [String],
     /// For a `--resource` target that passed: each authorization server it lists.
     authorization_servers: Option<Vec<ServerSummary<'a>>>,
@@ -331,6 +341,7 @@ struct ServerSummary<'a> {
     metadata_url: String,
     endpoints: Endpoints<'a>,
     jwks_keys: Option<usize>,
+    registration: Option<&'static str>,
     warnings: &'a [String],
 }
 
@@ -360,6 +371,7 @@ impl<'a> ServerSummary<'a> {
             metadata_url: url::redact(&s.url),
             endpoints: Endpoints::of(&s.document),
             jwks_keys: s.jwks_keys,
+            registration: s.document.registration.map(Registration::as_str),
             warnings: &s.document.warnings,
         }
     }
@@ -401,6 +413,7 @@ impl<'a> IssuerSummary<'a> {
             in_flight: r.in_flight.clone(),
             endpoints: single.map(|s| Endpoints::of(&s.document)),
             jwks_keys: single.and_then(|s| s.jwks_keys),
+            registration: single.and_then(|s| s.document.registration).map(Registration::as_str),
             // An issuer's document warnings; a resource's own (each server has its own list).
             warnings: match passed {
                 Some(p) if p.resource_metadata.is_some() => &p.warnings,
@@ -459,6 +472,7 @@ fn server_summary(server: &ServerReady) -> String {
     row("jwks_uri", d.jwks_uri.as_deref());
     let algs = d.id_token_signing_alg_values_supported.join(", ");
     row("signing algorithms", (!algs.is_empty()).then_some(algs.as_str()));
+    row("registration", d.registration.map(Registration::as_str));
     for w in &d.warnings {
         row("warning", Some(w));
     }

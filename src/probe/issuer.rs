@@ -36,6 +36,7 @@ pub(super) fn discover(
                 let warnings = discovery::mcp_client_rules(&fetched.body, candidate.spec, at.transport)
                     .map_err(|problem| document_failure(problem, &fetched))?;
                 server.document.warnings.extend(warnings);
+                server.document.registration = Some(discovery::registration(&fetched.body));
             }
             Ok(server)
         });
