@@ -121,6 +121,7 @@ fn launch(
         token_file: config.token_file.clone(),
         proxy_skips_verify: config.proxy_skips_verify,
         one_issuer: matches!(config.targets.as_slice(), [Target::Issuer { .. }]),
+        refuse_private_addresses: config.refuse_private_addresses,
     });
     let schedule = Schedule {
         deadline: started + config.timeout,

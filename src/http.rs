@@ -168,6 +168,7 @@ impl Resolver for GateResolver {
             ureq::Error::Io(io) => dns_error(&name, format!("{io}{via}")),
             other => dns_error(&name, format!("{other}{via}")),
         })?;
+        self.progress.note_resolved(&name, addrs.iter().map(|a| a.ip()).collect());
         // The connectors come next; the TLS connector, last in the chain, records the stages
         // after the TCP connection.
         self.progress.enter(Stage::Connecting, &name);

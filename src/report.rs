@@ -225,6 +225,11 @@ fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]
         if r.strict { ", strict" } else { "" },
         if r.skip_issuer_check { ", issuer check skipped" } else { "" }
     ));
+    if config.refuse_private_addresses {
+        out.push_str(
+            "addresses       loopback, private, link-local and CGNAT ones refused, as SSRF-guarded clients do\n",
+        );
+    }
     let trust = &config.trust;
     if trust.mozilla {
         out.push_str("trust           Mozilla's roots\n");
@@ -325,6 +330,30 @@ struct IssuerSummary<'a> {
     warnings: &'a [String],
     /// For a `--resource` target that passed: each authorization server it lists.
     authorization_servers: Option<Vec<ServerSummary<'a>>>,
+    /// For a target that passed: each name its passing attempt resolved, and to what.
+    addresses: Option<Vec<Address<'a>>>,
+}
+
+/// One resolved address, with the range SSRF-guarded clients refuse it for, if they do.
+#[derive(Serialize, PartialEq, Eq)]
+struct Address<'a> {
+    host: &'a str,
+    address: String,
+    private: Option<&'static str>,
+}
+
+/// Each (name, address) pair once, in the order resolved.
+fn addresses(resolved: &[(String, Vec<std::net::IpAddr>)]) -> Vec<Address<'_>> {
+    let mut out: Vec<Address<'_>> = Vec::new();
+    for (host, ips) in resolved {
+        for ip in ips {
+            let address = Address { host, address: ip.to_string(), private: url::private_range(*ip) };
+            if !out.contains(&address) {
+                out.push(address);
+            }
+        }
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -422,6 +451,7 @@ impl<'a> IssuerSummary<'a> {
             authorization_servers: passed
                 .filter(|p| p.resource_metadata.is_some())
                 .map(|p| p.servers.iter().map(ServerSummary::of).collect()),
+            addresses: passed.map(|p| addresses(&p.addresses)),
         }
     }
 }

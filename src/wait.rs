@@ -316,6 +316,7 @@ mod tests {
             resource_metadata: None,
             servers: vec![ServerReady { document, url: "https://h".into(), jwks_keys: None }],
             warnings: Vec::new(),
+            addresses: Vec::new(),
         }
     }
 

@@ -335,6 +335,39 @@ fn several_issuers_each_report_their_last_attempt_when_one_ends_the_wait() {
     assert_logged(&r, &["before any attempt finished; attempt 1 was under way: waiting for the response"]);
 }
 
+/// Issue 17, section 4: the resolved addresses are in the JSON, private ones marked, without a
+/// word by default (in a cluster most providers are private); on request the gate fails where an
+/// SSRF-guarded client refuses, naming the address and the client setting that allows it.
+#[test]
+fn private_addresses_are_recorded_and_refused_on_request() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    let r = run_args(gate_for(&ca, &iss), &["--once", "--output", "json"]);
+    assert_exit(&r, 0);
+    let addresses = r.json()["issuers"][0]["addresses"].clone();
+    let loopback = serde_json::json!({"host": "localhost", "address": "127.0.0.1", "private": "loopback"});
+    assert!(addresses.as_array().unwrap().contains(&loopback), "{addresses}");
+    assert!(!r.log().contains("private"), "no warning by default: {}", r.log());
+
+    for (how, env) in [("flag", false), ("variable", true)] {
+        let mut cmd = gate_for(&ca, &iss);
+        cmd.args(["--once", "--output", "json"]);
+        if env {
+            cmd.env("WAIT_FOR_IDP_REFUSE_PRIVATE_ADDRESSES", "true");
+        } else {
+            cmd.arg("--refuse-private-addresses");
+        }
+        let r = run(cmd);
+        assert_exit(&r, 1);
+        let failure = &r.json()["issuers"][0]["last_failure"];
+        assert_eq!(failure["class"], "private-address", "{how}: {failure}");
+        assert_logged(&r, &["localhost resolves to 127.0.0.1, a loopback address", "--jwks-allow-private-ip"]);
+    }
+    let r = run_args(gate_for(&ca, &iss), &["--dry-run", "--refuse-private-addresses"]);
+    assert_exit(&r, 0);
+    assert!(r.stdout.contains("CGNAT ones refused, as SSRF-guarded clients do"), "{}", r.stdout);
+}
+
 #[test]
 fn flapping_provider_needs_consecutive_successes() {
     let ca = TestCa::new();

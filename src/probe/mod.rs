@@ -20,6 +20,7 @@ use crate::token;
 use crate::url;
 use std::cell::Cell;
 use std::fmt;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -41,6 +42,8 @@ pub(crate) enum FailureClass {
     Resource,
     Jwks,
     Token,
+    /// A name resolved to an address SSRF-guarded clients refuse (`--refuse-private-addresses`).
+    PrivateAddress,
 }
 
 impl FailureClass {
@@ -58,6 +61,7 @@ impl FailureClass {
             FailureClass::Resource => "resource",
             FailureClass::Jwks => "jwks",
             FailureClass::Token => "token",
+            FailureClass::PrivateAddress => "private-address",
         }
     }
 }
@@ -144,6 +148,8 @@ pub(crate) struct Ready {
     /// Warnings about the resource's own links (plain http accepted: [`url::Transport`]); each
     /// server's are in its document.
     pub(crate) warnings: Vec<String>,
+    /// Every name the attempt resolved, with its addresses.
+    pub(crate) addresses: Vec<(String, Vec<IpAddr>)>,
 }
 
 /// What one attempt checks, beyond fetching.
@@ -161,6 +167,8 @@ pub(crate) struct Checks {
     /// The run waits for one `--issuer` and nothing else: `--discovery-url` and `--jwks-url`
     /// can be given.
     pub(crate) one_issuer: bool,
+    /// Fail where an SSRF-guarded client refuses a private address.
+    pub(crate) refuse_private_addresses: bool,
 }
 
 /// What the thread doing an attempt shares with the caller waiting for it: the link it is at
@@ -271,12 +279,18 @@ impl Prober {
         let outcome = match &*self.target {
             Target::Issuer { issuer, discovery_url } => {
                 at.token_origins = self.token_origins(issuer, discovery_url.as_deref());
-                issuer::discover(&at, issuer, self.checks.rules.kind, discovery_url.as_deref(), "")
-                    .map(|server| Ready { resource_metadata: None, servers: vec![server], warnings: Vec::new() })
+                issuer::discover(&at, issuer, self.checks.rules.kind, discovery_url.as_deref(), "").map(|server| {
+                    Ready {
+                        resource_metadata: None,
+                        servers: vec![server],
+                        warnings: Vec::new(),
+                        addresses: Vec::new(),
+                    }
+                })
             }
             Target::Resource { resource } => resource::discover(&at, resource),
         };
-        outcome.map_err(|f| at.asking(f))
+        outcome.map(|ready| Ready { addresses: track.progress.resolved(), ..ready }).map_err(|f| at.asking(f))
     }
 
     /// The origins the bearer token may go to: where the issuer's metadata is fetched and the
@@ -324,6 +338,11 @@ impl Attempt<'_> {
         let fetched = self.client.get(to, left, &self.headers_for(to), &self.track.progress);
         if let Ok(f) = &fetched {
             self.note_retry_after(f);
+        }
+        if self.checks.refuse_private_addresses {
+            if let Some(refused) = refused_address(&self.track.progress.resolved()) {
+                return Err(Failure::new(FailureClass::PrivateAddress, refused).at(link, context));
+            }
         }
         fetched.map(|f| self.hide_token(f)).map_err(|e| {
             let e = match e {
@@ -390,6 +409,19 @@ fn redirect_hint(link: Link, own: bool) -> &'static str {
             "; serve the keys where jwks_uri says (--jwks-url takes a single --issuer, no --resource)"
         }
     }
+}
+
+/// With `--refuse-private-addresses`: the first name resolved to an address an SSRF-guarded
+/// client refuses, named with the address, its range and the client setting that allows it.
+fn refused_address(resolved: &[(String, Vec<IpAddr>)]) -> Option<String> {
+    let (host, ip, range) = resolved
+        .iter()
+        .find_map(|(host, ips)| ips.iter().find_map(|ip| url::private_range(*ip).map(|r| (host, ip, r))))?;
+    Some(format!(
+        "{host} resolves to {ip}, a {range} address: an SSRF-guarded client refuses it (ToolHive: \"the provided \
+         URL redirects to a private IP address, which is not allowed\"; its --jwks-allow-private-ip allows it), \
+         and --refuse-private-addresses has the gate do the same"
+    ))
 }
 
 /// Said of a certificate the gate rejects while oauth2-proxy would not check it.

@@ -17,7 +17,8 @@ pub(super) fn discover(at: &Attempt<'_>, target: &str) -> Result<Ready, Failure>
         let context = format!("authorization server {}: ", url::redact(server));
         servers.push(issuer::discover(at, server, MetadataKind::Auto, None, &context)?);
     }
-    Ok(Ready { resource_metadata: Some(metadata_url), servers, warnings: std::mem::take(&mut metadata.warnings) })
+    let warnings = std::mem::take(&mut metadata.warnings);
+    Ok(Ready { resource_metadata: Some(metadata_url), servers, warnings, addresses: Vec::new() })
 }
 
 /// The well-known locations in order, moving on after a client error; then, when neither has
