@@ -169,7 +169,9 @@ fn collect(config: &Config, hard_deadline: Instant, rx: &Receiver<Event>) -> (Ve
     let mut states: Vec<(Option<Verdict>, Tally)> = config.targets.iter().map(|_| (None, Tally::default())).collect();
     loop {
         if let Some(i) = states.iter().position(|(v, _)| matches!(v, Some(v) if *v != Verdict::Ready)) {
-            return (states, Stopped::By(i));
+            // One that ran out of time ended nothing: the others' time is up as well.
+            let by = if states[i].0 == Some(Verdict::DeadlineReached) { Stopped::Deadline } else { Stopped::By(i) };
+            return (states, by);
         }
         if states.iter().all(|(v, _)| v.is_some()) {
             return (states, Stopped::Deadline);

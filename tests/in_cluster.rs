@@ -333,6 +333,17 @@ fn several_issuers_each_report_their_last_attempt_when_one_ends_the_wait() {
         &[&format!("[{hung_iss}] not ready (cut short after "), &format!(": {failing_iss} ended the wait)")],
     );
     assert_logged(&r, &["before any attempt finished; attempt 1 was under way: waiting for the response"]);
+
+    // Both out of time: the one that ran out first cut nothing short.
+    let mut cmd = gate();
+    cmd.args(["--issuer", &failing_iss, "--issuer", &hung_iss, "--ca-file", &ca.ca_arg()]);
+    cmd.args(["--timeout", "2s", "--interval", "200ms", "--output", "json"]);
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    let json = r.json();
+    assert_eq!(json["issuers"][0]["verdict"], "deadline-reached", "{json}");
+    assert_eq!(json["issuers"][1]["verdict"], "deadline-reached", "{json}");
+    assert!(!r.log().contains("cut short"), "{}", r.log());
 }
 
 /// Issue 17, section 4: the resolved addresses are in the JSON, private ones marked, without a
