@@ -9,7 +9,7 @@
 //! and returns; a background copy of itself refuses connections until `--ready-after` has passed,
 //! then serves a discovery document over TLS on loopback for `--serve-for` (a minute), and exits.
 
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rcgen::{BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -88,17 +88,24 @@ fn main() {
     );
 }
 
-/// A CA and a leaf for localhost, written to `dir`.
+/// A CA and a leaf for localhost, written to `dir`. Each has a name of its own: with rcgen's
+/// default name on both, the leaf's issuer equals its subject, and curl and OpenSSL take it for
+/// a self-signed certificate and reject it (rustls, which matches by key, did not mind).
 fn make_pki(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     let ca_key = KeyPair::generate().unwrap();
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.distinguished_name = DistinguishedName::new();
+    ca.distinguished_name.push(DnType::CommonName, "local-idp throwaway CA");
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
     let ca_cert = ca.self_signed(&ca_key).unwrap();
     let issuer = Issuer::new(ca, ca_key);
     let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["localhost".to_string()]).unwrap().signed_by(&leaf_key, &issuer).unwrap();
+    let mut leaf = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    leaf.distinguished_name = DistinguishedName::new();
+    leaf.distinguished_name.push(DnType::CommonName, "localhost");
+    let leaf = leaf.signed_by(&leaf_key, &issuer).unwrap();
     std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
     std::fs::write(dir.join("leaf.pem"), format!("{}{}", leaf.pem(), ca_cert.pem())).unwrap();
     std::fs::write(dir.join("leaf.key"), leaf_key.serialize_pem()).unwrap();
@@ -168,4 +175,24 @@ fn answer(tcp: std::net::TcpStream, config: Arc<rustls::ServerConfig>, doc: &str
         body.len()
     );
     let _ = stream.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    /// What curl and every OpenSSL client check: the leaf verifies against the CA alone.
+    #[test]
+    fn openssl_verifies_the_leaf_against_the_ca() {
+        let dir = std::env::temp_dir().join(format!("local-idp-pki-{}", std::process::id()));
+        super::make_pki(&dir);
+        let out = std::process::Command::new("openssl")
+            .arg("verify")
+            .arg("-CAfile")
+            .arg(dir.join("ca.pem"))
+            .arg(dir.join("leaf.pem"))
+            .output()
+            .expect("this test needs the openssl command");
+        let _ = std::fs::remove_dir_all(&dir);
+        let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && said.contains(": OK"), "{said}");
+    }
 }

@@ -7,11 +7,11 @@
 //! Everything said along the way is `report`'s.
 
 use crate::cli;
-use crate::config::{Config, ConfigError, Loaded};
+use crate::config::{Config, ConfigError, Loaded, Target};
 use crate::http::HttpClient;
 use crate::probe::{Checks, Prober};
 use crate::proxy::ProxySettings;
-use crate::report::{self, IssuerResult, LineThrottle};
+use crate::report::{self, IssuerResult, LineThrottle, Stopped};
 use crate::tls::TlsSettings;
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
 use anyhow::Context;
@@ -62,17 +62,24 @@ pub fn main() -> i32 {
     report::startup(&notices, unknown, signals.err());
     let config = Arc::new(config);
     let conclusion = match launch(&config, proxies, mode.once, started, tx) {
-        Ok(()) => {
-            let (states, signal) = collect(&config, started + config.timeout + GRACE, &rx);
+        Ok(probers) => {
+            let (states, end) = collect(&config, started + config.timeout + GRACE, &rx);
             let issuers: Vec<IssuerResult<'_>> = config
                 .targets
                 .iter()
                 .zip(&states)
-                .map(|(target, (verdict, tally))| IssuerResult { target, verdict: *verdict, tally })
+                .zip(&probers)
+                .map(|((target, (verdict, tally)), prober)| IssuerResult {
+                    target,
+                    verdict: *verdict,
+                    tally,
+                    stopped: end,
+                    in_flight: verdict.is_none().then(|| prober.in_flight()).flatten(),
+                })
                 .collect();
-            match signal {
-                Some(sig) => report::interrupted(&config, &issuers, sig, started.elapsed()),
-                None => report::conclude(&config, mode, &issuers, started.elapsed()),
+            match end {
+                Stopped::Signal(sig) => report::interrupted(&config, &issuers, sig, started.elapsed()),
+                _ => report::conclude(&config, mode, &issuers, started.elapsed()),
             }
         }
         Err(e) => report::cannot_wait(&config, &e, started.elapsed()),
@@ -96,14 +103,15 @@ fn install_signal_handlers(tx: Sender<Event>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Starts one waiting thread per issuer, each reporting to `tx`.
+/// Starts one waiting thread per issuer, each reporting to `tx`; returns their probers, which
+/// say where an attempt still under way at the end had got to.
 fn launch(
     config: &Arc<Config>,
     proxies: ProxySettings,
     once: bool,
     started: Instant,
     tx: Sender<Event>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<Prober>> {
     let tls = TlsSettings::new(config.trust.mozilla, &config.trust.roots).context("cannot set up TLS verification")?;
     let client = Arc::new(HttpClient::new(tls, proxies, config.connect_to.clone()));
     let checks = Arc::new(Checks {
@@ -113,6 +121,8 @@ fn launch(
         token_file: config.token_file.clone(),
         proxy_skips_verify: config.proxy_skips_verify,
         refuse_legacy_auth: config.refuse_legacy_auth,
+        one_issuer: matches!(config.targets.as_slice(), [Target::Issuer { .. }]),
+        refuse_private_addresses: config.refuse_private_addresses,
     });
     let schedule = Schedule {
         deadline: started + config.timeout,
@@ -122,10 +132,12 @@ fn launch(
         successes: config.successes,
         start_spread: if once { Duration::ZERO } else { config.interval.min(config.timeout / 10) },
     };
+    let mut probers = Vec::with_capacity(config.targets.len());
     for (index, target) in config.targets.iter().cloned().enumerate() {
         let label = report::label(config, &target);
         let (interval, tx) = (config.interval, tx.clone());
         let prober = Prober::new(client.clone(), target, checks.clone());
+        probers.push(prober.clone());
         std::thread::Builder::new()
             .name(format!("issuer-{index}"))
             .spawn(move || {
@@ -147,30 +159,29 @@ fn launch(
             })
             .with_context(|| format!("cannot start the thread that waits for issuer #{}", index + 1))?;
     }
-    Ok(())
+    Ok(probers)
 }
 
 /// Collects the issuers' reports until the outcome is decided (all ready, or one not), a signal
 /// arrives, or `hard_deadline` passes. Returns each issuer's verdict (if it finished) and tally,
-/// and the signal, if one ended the wait.
+/// and what ended the wait for those still waiting.
 #[allow(clippy::type_complexity)]
-fn collect(
-    config: &Config,
-    hard_deadline: Instant,
-    rx: &Receiver<Event>,
-) -> (Vec<(Option<Verdict>, Tally)>, Option<i32>) {
+fn collect(config: &Config, hard_deadline: Instant, rx: &Receiver<Event>) -> (Vec<(Option<Verdict>, Tally)>, Stopped) {
     let mut states: Vec<(Option<Verdict>, Tally)> = config.targets.iter().map(|_| (None, Tally::default())).collect();
     loop {
-        let settled = states.iter().all(|(v, _)| v.is_some())
-            || states.iter().any(|(v, _)| matches!(v, Some(v) if *v != Verdict::Ready));
-        if settled {
-            return (states, None);
+        if let Some(i) = states.iter().position(|(v, _)| matches!(v, Some(v) if *v != Verdict::Ready)) {
+            // One that ran out of time ended nothing: the others' time is up as well.
+            let by = if states[i].0 == Some(Verdict::DeadlineReached) { Stopped::Deadline } else { Stopped::By(i) };
+            return (states, by);
+        }
+        if states.iter().all(|(v, _)| v.is_some()) {
+            return (states, Stopped::Deadline);
         }
         match rx.recv_timeout(hard_deadline.saturating_duration_since(Instant::now())) {
             Ok(Event::Progress(i, tally)) => states[i].1 = tally,
             Ok(Event::Finished(i, verdict, tally)) => states[i] = (Some(verdict), tally),
-            Ok(Event::Signal(sig)) => return (states, Some(sig)),
-            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return (states, None),
+            Ok(Event::Signal(sig)) => return (states, Stopped::Signal(sig)),
+            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return (states, Stopped::Deadline),
         }
     }
 }

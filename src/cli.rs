@@ -145,6 +145,11 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "URL")]
     pub(crate) jwks_url: Option<String>,
 
+    /// Fail, as SSRF-guarded clients (ToolHive) do, when a name the gate fetches from resolves
+    /// to a loopback, private, link-local or CGNAT address
+    #[arg(long)]
+    pub(crate) refuse_private_addresses: bool,
+
     /// Consecutive passing attempts required, for providers that flap during a rolling restart
     #[arg(long, allow_hyphen_values = true, value_name = "N")]
     pub(crate) successes: Option<String>,
@@ -184,6 +189,7 @@ pub(crate) const ENV_VARS: &[(&str, &str)] = &[
     ("check_jwks", "WAIT_FOR_IDP_CHECK_JWKS"),
     ("refuse_legacy_auth", "WAIT_FOR_IDP_REFUSE_LEGACY_AUTH"),
     ("jwks_url", "WAIT_FOR_IDP_JWKS_URL"),
+    ("refuse_private_addresses", "WAIT_FOR_IDP_REFUSE_PRIVATE_ADDRESSES"),
     ("successes", "WAIT_FOR_IDP_SUCCESSES"),
     ("output", "WAIT_FOR_IDP_OUTPUT"),
     ("quiet", "WAIT_FOR_IDP_QUIET"),

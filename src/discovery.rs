@@ -39,7 +39,7 @@ pub(crate) struct Candidate {
 /// Where to look for an issuer's metadata, in order.
 ///
 /// `oidc` and `oauth` have one URL each. `auto` follows the MCP authorization specification
-/// (2025-11-25, "Authorization Server Metadata Discovery"), as MCP clients do: for an issuer with
+/// (revision 2026-07-28, "Authorization Server Discovery"), as MCP clients do: for an issuer with
 /// a path, RFC 8414 inserted, OIDC inserted, OIDC appended; without one, RFC 8414, then OIDC. A
 /// `--discovery-url` is the one URL, judged by RFC 8414 if it is an RFC 8414 location.
 pub(crate) fn candidates(issuer: &str, kind: MetadataKind, discovery_url: Option<&str>) -> Vec<Candidate> {
@@ -121,7 +121,55 @@ pub struct Document {
     pub id_token_signing_alg_values_supported: Vec<String>,
     /// Things a client may trip over later, but that do not make the provider unready.
     pub warnings: Vec<String>,
+    /// How an MCP client can register, judged under `auto` (and so along a resource chain).
+    pub registration: Option<Registration>,
 }
+
+/// How an MCP client can register with an authorization server, by its metadata (MCP
+/// authorization specification, revision 2026-07-28, "Client Registration"): with a Client ID
+/// Metadata Document (`client_id_metadata_document_supported: true`), which the revision prefers;
+/// by Dynamic Client Registration (`registration_endpoint`), which it deprecates; or neither, when
+/// only a client registered beforehand (or typed in by the user) can sign in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registration {
+    Cimd,
+    Dcr,
+    None,
+}
+
+impl Registration {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Registration::Cimd => "cimd",
+            Registration::Dcr => "dcr",
+            Registration::None => "none",
+        }
+    }
+
+    fn of(doc: &Map<String, Value>) -> Registration {
+        if doc.get("client_id_metadata_document_supported") == Some(&Value::Bool(true)) {
+            Registration::Cimd
+        } else if matches!(doc.get("registration_endpoint"), Some(Value::String(e)) if !e.is_empty()) {
+            Registration::Dcr
+        } else {
+            Registration::None
+        }
+    }
+}
+
+/// How an MCP client can register with the server whose metadata `body` is.
+pub(crate) fn registration(body: &[u8]) -> Registration {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(doc)) => Registration::of(&doc),
+        _ => Registration::None,
+    }
+}
+
+/// Said when an MCP client has no way to register.
+const NO_REGISTRATION: &str = "registration: none: the metadata offers neither \
+    client_id_metadata_document_supported (Client ID Metadata Documents, which the MCP specification's \
+    2026-07-28 revision prefers) nor a registration_endpoint (Dynamic Client Registration, deprecated \
+    there): an MCP client can sign in only with a client ID registered beforehand";
 
 /// Members REQUIRED by OIDC Discovery §3 (token_endpoint is handled separately: it may be absent
 /// for implicit-only providers).
@@ -172,6 +220,8 @@ pub fn validate_document(body: &[u8], expected_issuer: &str, rules: Rules) -> Re
         id_token_signing_alg_values_supported: optional_string_array(&doc, "id_token_signing_alg_values_supported")?
             .unwrap_or_default(),
         warnings,
+        // Judged by MCP's rules, under `auto` only ([`registration`]).
+        registration: None,
     };
     for member in ["response_types_supported", "subject_types_supported", "grant_types_supported"] {
         optional_string_array(&doc, member)?;
@@ -411,6 +461,9 @@ pub(crate) fn mcp_client_rules(
     }
     let token_endpoint = optional_string(&doc, "token_endpoint")?.unwrap_or_default();
     warnings.extend(token_endpoint_rule(&token_endpoint, transport)?);
+    if Registration::of(&doc) == Registration::None {
+        warnings.push(NO_REGISTRATION.into());
+    }
     Ok(warnings)
 }
 
@@ -594,6 +647,7 @@ mod tests {
             "token_endpoint": "https://as/token",
             "response_types_supported": ["code"],
             "code_challenge_methods_supported": ["S256"],
+            "client_id_metadata_document_supported": true,
         });
         change(doc.as_object_mut().unwrap());
         doc.to_string().into_bytes()
@@ -656,6 +710,32 @@ mod tests {
         }
         let w = mcp_client_rules(&at("http://keycloak:8080/token"), MetadataKind::OAuth, url::Transport::PlainAllowed);
         assert!(w.unwrap()[0].contains("accepted because the URL you gave is http"));
+    }
+
+    #[test]
+    fn registration_is_cimd_then_dcr_then_none_with_a_warning() {
+        let with = |cimd: Option<Value>, dcr: Option<&str>| {
+            mcp_doc(|d| {
+                d.remove("client_id_metadata_document_supported");
+                cimd.map(|v| d.insert("client_id_metadata_document_supported".into(), v));
+                dcr.map(|e| d.insert("registration_endpoint".into(), e.into()));
+            })
+        };
+        let cases = [
+            (Some(Value::Bool(true)), Some("https://as/register"), Registration::Cimd),
+            (Some(Value::Bool(true)), None, Registration::Cimd),
+            (Some(Value::Bool(false)), Some("https://as/register"), Registration::Dcr),
+            (None, Some("https://as/register"), Registration::Dcr),
+            (Some("true".into()), None, Registration::None),
+            (Some(Value::Bool(false)), None, Registration::None),
+            (None, Some(""), Registration::None),
+        ];
+        for (cimd, dcr, expected) in cases {
+            let body = with(cimd.clone(), dcr);
+            assert_eq!(registration(&body), expected, "{cimd:?} {dcr:?}");
+            let warned = mcp(&body, MetadataKind::OAuth).unwrap().iter().any(|w| w.starts_with("registration: none"));
+            assert_eq!(warned, expected == Registration::None, "{cimd:?} {dcr:?}");
+        }
     }
 
     #[test]

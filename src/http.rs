@@ -174,6 +174,7 @@ impl Resolver for GateResolver {
             ureq::Error::Io(io) => dns_error(&name, format!("{io}{via}")),
             other => dns_error(&name, format!("{other}{via}")),
         })?;
+        self.progress.note_resolved(&name, addrs.iter().map(|a| a.ip()).collect());
         // The connectors come next; the TLS connector, last in the chain, records the stages
         // after the TCP connection.
         self.progress.enter(Stage::Connecting, &name);
@@ -326,6 +327,10 @@ pub(crate) fn retry_after(raw: &str, now: SystemTime) -> Option<Duration> {
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
+/// How a refused cross-origin redirect's message starts. Which flag could point the gate at the
+/// final location depends on the link and the run, so the prober adds that.
+pub(crate) const CROSS_ORIGIN: &str = "refused redirect to another origin";
+
 /// Where a redirect leads: resolved as RFC 3986 says, and only on the same origin, never from
 /// https to http.
 fn next_hop(current: &str, fetched: &Fetched, origin: &str) -> Result<String, FetchError> {
@@ -346,10 +351,7 @@ fn next_hop(current: &str, fetched: &Fetched, origin: &str) -> Result<String, Fe
         )));
     }
     if next_parts.origin() != origin {
-        return Err(FetchError::Redirect(format!(
-            "refused redirect to another origin ({}); point --discovery-url at the final location",
-            url::redact(&next)
-        )));
+        return Err(FetchError::Redirect(format!("{CROSS_ORIGIN} ({})", url::redact(&next))));
     }
     Ok(next)
 }

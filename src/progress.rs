@@ -6,6 +6,7 @@
 //! fetch last entered from here. The resolver and the connectors record the stages as they go.
 
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -38,6 +39,8 @@ impl fmt::Display for Stage {
 pub(crate) struct Progress {
     at: Mutex<(Stage, String)>,
     client_cert_requested: AtomicBool,
+    /// Every name resolved, in order, with the addresses it resolved to.
+    resolved: Mutex<Vec<(String, Vec<IpAddr>)>>,
 }
 
 impl Progress {
@@ -56,6 +59,17 @@ impl Progress {
 
     pub(crate) fn note_client_cert_request(&self) {
         self.client_cert_requested.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn note_resolved(&self, host: &str, addresses: Vec<IpAddr>) {
+        if let Ok(mut resolved) = self.resolved.lock() {
+            resolved.push((host.to_string(), addresses));
+        }
+    }
+
+    /// The names resolved so far, with their addresses.
+    pub(crate) fn resolved(&self) -> Vec<(String, Vec<IpAddr>)> {
+        self.resolved.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
     /// A TLS server asked for a client certificate (and got none: the gate has none to give).

@@ -3,14 +3,14 @@
 //! `kubectl logs` on a bad morning: what failed, why, and how long the gate will still wait.
 
 use crate::config::{Config, ConfigError, Notice, Output, RunMode, Target, TerminationLog};
-use crate::discovery::{self, Document};
+use crate::discovery::{self, Document, Registration};
 use crate::human::secs;
 use crate::probe::{Failure, Ready, ServerReady};
 use crate::proxy::ProxySettings;
 use crate::resource;
 use crate::token;
 use crate::url;
-use crate::wait::{AttemptReport, Next, Tally, Verdict};
+use crate::wait::{AttemptReport, Next, RETRY_AFTER_CAP, RetryAfter, Tally, Verdict};
 use log::Level;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -79,8 +79,15 @@ impl LineThrottle {
 pub(crate) fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally, throttle: &mut LineThrottle) {
     let level = throttle.level_for(report.outcome.as_ref().err(), Instant::now());
     let next = match report.next {
-        Next::Pause { pause, retry_after: Some(asked) } => {
-            format!("Retry-After {} honoured; next in {}, {} left", secs(asked), secs(pause), secs(report.left))
+        Next::Pause { pause, retry_after: Some(RetryAfter { asked, honoured }) } => {
+            let why = if honoured {
+                "honoured".to_string()
+            } else if pause >= RETRY_AFTER_CAP {
+                format!("capped at {}", secs(RETRY_AFTER_CAP))
+            } else {
+                "not honoured: the deadline comes first, and the last attempt needs time".to_string()
+            };
+            format!("Retry-After {} {why}; next in {}, {} left", secs(asked), secs(pause), secs(report.left))
         }
         Next::Pause { pause, retry_after: None } => format!("next in {}, {} left", secs(pause), secs(report.left)),
         Next::Stop(Verdict::Ready) => String::new(),
@@ -107,7 +114,15 @@ fn passed(ready: &Ready) -> String {
     let servers: Vec<String> = ready
         .servers
         .iter()
-        .map(|s| format!("issuer {:?} served by {}", s.document.issuer, url::redact(&s.url)))
+        .map(|s| {
+            let registration = s.document.registration.map(|r| format!(" (registration: {})", r.as_str()));
+            format!(
+                "issuer {:?} served by {}{}",
+                s.document.issuer,
+                url::redact(&s.url),
+                registration.unwrap_or_default()
+            )
+        })
         .collect();
     match &ready.resource_metadata {
         Some(at) => format!("resource metadata at {}; authorization server {}", url::redact(at), servers.join(", ")),
@@ -126,15 +141,21 @@ pub(crate) fn failure_counts(tally: &Tally) -> String {
     tally.failures.iter().map(|(class, n)| format!("{class}={n}")).collect::<Vec<_>>().join(" ")
 }
 
-/// Why an issuer is not ready, in one phrase.
-pub(crate) fn not_ready_reason(verdict: Verdict, tally: &Tally, config: &Config) -> String {
-    match verdict {
-        Verdict::Ready => "ready".into(),
-        Verdict::DeadlineReached => {
+/// Why an issuer is not ready, in one phrase; `elapsed` is when the run ended.
+fn not_ready_reason(r: &IssuerResult<'_>, config: &Config, elapsed: Duration) -> String {
+    match (r.verdict, r.stopped) {
+        (Some(Verdict::Ready), _) => "ready".into(),
+        (Some(Verdict::DeadlineReached), _) | (None, Stopped::Deadline) => {
             format!("timeout of {} used up", secs(config.timeout))
         }
-        Verdict::AttemptsExhausted => format!("all {} attempt(s) used", tally.attempts),
-        Verdict::Conclusive => "certificate rejected, a check oauth2-proxy skips".into(),
+        (Some(Verdict::AttemptsExhausted), _) => format!("all {} attempt(s) used", r.tally.attempts),
+        (Some(Verdict::Conclusive), _) => "certificate rejected, a check oauth2-proxy skips".into(),
+        (None, Stopped::By(i)) => format!(
+            "cut short after {}: {} ended the wait",
+            secs(elapsed),
+            config.targets.get(i).map_or(String::new(), |t| url::redact(t.name()))
+        ),
+        (None, Stopped::Signal(_)) => format!("interrupted after {}", secs(elapsed)),
     }
 }
 
@@ -208,6 +229,11 @@ fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]
         if r.strict { ", strict" } else { "" },
         if r.skip_issuer_check { ", issuer check skipped" } else { "" }
     ));
+    if config.refuse_private_addresses {
+        out.push_str(
+            "addresses       loopback, private, link-local and CGNAT ones refused, as SSRF-guarded clients do\n",
+        );
+    }
     let trust = &config.trust;
     if trust.mozilla {
         out.push_str("trust           Mozilla's roots\n");
@@ -252,12 +278,27 @@ fn first_urls(target: &Target, config: &Config) -> Vec<String> {
     }
 }
 
+/// What ended the wait for the targets still waiting then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stopped {
+    /// The deadline, or every target finished.
+    Deadline,
+    /// This target (an index into the configuration's) finished not ready, which decided the
+    /// outcome: the others were cut short.
+    By(usize),
+    /// This signal.
+    Signal(i32),
+}
+
 /// One target's result.
 pub(crate) struct IssuerResult<'a> {
     pub(crate) target: &'a Target,
-    /// `None`: still waiting when the process ended (deadline or signal).
+    /// `None`: still waiting when the process ended (see `stopped`).
     pub(crate) verdict: Option<Verdict>,
     pub(crate) tally: &'a Tally,
+    pub(crate) stopped: Stopped,
+    /// Where an attempt still under way at the end had got to.
+    pub(crate) in_flight: Option<String>,
 }
 
 /// The `--output json` summary, documented field by field in the README ("JSON output").
@@ -287,11 +328,39 @@ struct IssuerSummary<'a> {
     attempts: u32,
     failures: BTreeMap<&'static str, u32>,
     last_failure: Option<LastFailure<'a>>,
+    /// A target still waiting at the end: where its attempt under way had got to, else `null`.
+    in_flight: Option<String>,
     endpoints: Option<Endpoints<'a>>,
     jwks_keys: Option<usize>,
+    /// How an MCP client can register (`cimd`, `dcr`, `none`), judged under `auto`, else `null`.
+    registration: Option<&'static str>,
     warnings: &'a [String],
     /// For a `--resource` target that passed: each authorization server it lists.
     authorization_servers: Option<Vec<ServerSummary<'a>>>,
+    /// For a target that passed: each name its passing attempt resolved, and to what.
+    addresses: Option<Vec<Address<'a>>>,
+}
+
+/// One resolved address, with the range SSRF-guarded clients refuse it for, if they do.
+#[derive(Serialize, PartialEq, Eq)]
+struct Address<'a> {
+    host: &'a str,
+    address: String,
+    private: Option<&'static str>,
+}
+
+/// Each (name, address) pair once, in the order resolved.
+fn addresses(resolved: &[(String, Vec<std::net::IpAddr>)]) -> Vec<Address<'_>> {
+    let mut out: Vec<Address<'_>> = Vec::new();
+    for (host, ips) in resolved {
+        for ip in ips {
+            let address = Address { host, address: ip.to_string(), private: url::private_range(*ip) };
+            if !out.contains(&address) {
+                out.push(address);
+            }
+        }
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -308,6 +377,7 @@ struct ServerSummary<'a> {
     metadata_url: String,
     endpoints: Endpoints<'a>,
     jwks_keys: Option<usize>,
+    registration: Option<&'static str>,
     warnings: &'a [String],
 }
 
@@ -337,6 +407,7 @@ impl<'a> ServerSummary<'a> {
             metadata_url: url::redact(&s.url),
             endpoints: Endpoints::of(&s.document),
             jwks_keys: s.jwks_keys,
+            registration: s.document.registration.map(Registration::as_str),
             warnings: &s.document.warnings,
         }
     }
@@ -360,11 +431,13 @@ impl<'a> IssuerSummary<'a> {
                 .map(|u| url::redact(u)),
             jwks_url: config.jwks_url.as_deref().map(url::redact),
             ready,
-            verdict: match r.verdict {
-                Some(Verdict::Ready) => "ready",
-                Some(Verdict::DeadlineReached) | None => "deadline-reached",
-                Some(Verdict::AttemptsExhausted) => "attempts-exhausted",
-                Some(Verdict::Conclusive) => "certificate-rejected",
+            verdict: match (r.verdict, r.stopped) {
+                (Some(Verdict::Ready), _) => "ready",
+                (Some(Verdict::DeadlineReached), _) | (None, Stopped::Deadline) => "deadline-reached",
+                (Some(Verdict::AttemptsExhausted), _) => "attempts-exhausted",
+                (Some(Verdict::Conclusive), _) => "certificate-rejected",
+                (None, Stopped::By(_)) => "cut-short",
+                (None, Stopped::Signal(_)) => "interrupted",
             },
             attempts: r.tally.attempts,
             failures: r.tally.failures.iter().map(|(class, n)| (class.as_str(), *n)).collect(),
@@ -373,8 +446,10 @@ impl<'a> IssuerSummary<'a> {
                 link: f.link.as_str(),
                 message: &f.detail,
             }),
+            in_flight: r.in_flight.clone(),
             endpoints: single.map(|s| Endpoints::of(&s.document)),
             jwks_keys: single.and_then(|s| s.jwks_keys),
+            registration: single.and_then(|s| s.document.registration).map(Registration::as_str),
             // An issuer's document warnings; a resource's own (each server has its own list).
             warnings: match passed {
                 Some(p) if p.resource_metadata.is_some() || p.servers.is_empty() => &p.warnings,
@@ -383,6 +458,7 @@ impl<'a> IssuerSummary<'a> {
             authorization_servers: passed
                 .filter(|p| p.resource_metadata.is_some())
                 .map(|p| p.servers.iter().map(ServerSummary::of).collect()),
+            addresses: passed.map(|p| addresses(&p.addresses)),
         }
     }
 }
@@ -433,6 +509,7 @@ fn server_summary(server: &ServerReady) -> String {
     row("jwks_uri", d.jwks_uri.as_deref());
     let algs = d.id_token_signing_alg_values_supported.join(", ");
     row("signing algorithms", (!algs.is_empty()).then_some(algs.as_str()));
+    row("registration", d.registration.map(Registration::as_str));
     for w in &d.warnings {
         row("warning", Some(w));
     }
@@ -562,26 +639,7 @@ pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'
         return Conclusion { outcome: Outcome::Ready, lines, last, stdout };
     }
 
-    let mut reasons = Vec::new();
-    for r in issuers.iter().filter(|r| r.verdict != Some(Verdict::Ready)) {
-        let label = label(config, r.target);
-        let reason = not_ready_reason(r.verdict.unwrap_or(Verdict::DeadlineReached), r.tally, config);
-        lines.push((
-            Level::Warn,
-            match &r.tally.last_failure {
-                Some(f) => format!("{label}not ready ({reason}): last failure {}: {}", f.class, f.detail),
-                None => format!("{label}not ready ({reason}) before any attempt finished"),
-            },
-        ));
-        if r.tally.attempts > 0 {
-            lines.push((
-                Level::Warn,
-                format!("{label}{} attempt(s), failures by class: {}", r.tally.attempts, failure_counts(r.tally)),
-            ));
-        }
-        let class = r.tally.last_failure.as_ref().map_or("none", |f| f.class.as_str());
-        reasons.push(format!("{} ({reason}; last failure: {class})", url::redact(r.target.name())));
-    }
+    let reasons = not_ready_lines(config, issuers, elapsed, &mut lines);
     let summary = format!("{} after {attempts} attempt(s) in {took}", reasons.join(", "));
     let (outcome, last) = if config.fail_closed {
         (Outcome::NotReady, (Level::Error, format!("not ready: {summary}; failing closed (exit 1)")))
@@ -600,6 +658,39 @@ pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'
     Conclusion { outcome, lines, last, stdout }
 }
 
+/// For each target not ready: why, its last failure, its attempt under way if any, and its
+/// failures by class, as log lines; returns the one-phrase reasons for the final line.
+fn not_ready_lines(
+    config: &Config,
+    issuers: &[IssuerResult<'_>],
+    elapsed: Duration,
+    lines: &mut Vec<(Level, String)>,
+) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for r in issuers.iter().filter(|r| r.verdict != Some(Verdict::Ready)) {
+        let label = label(config, r.target);
+        let reason = not_ready_reason(r, config, elapsed);
+        let mut line = match &r.tally.last_failure {
+            Some(f) => format!("{label}not ready ({reason}): last failure {}: {}", f.class, f.detail),
+            None if r.tally.attempts == 0 => format!("{label}not ready ({reason}) before any attempt finished"),
+            None => format!("{label}not ready ({reason}) with no failed attempt"),
+        };
+        if let Some(at) = &r.in_flight {
+            line.push_str(&format!("; attempt {} was under way: {at}", r.tally.attempts + 1));
+        }
+        lines.push((Level::Warn, line));
+        if r.tally.attempts > 0 {
+            lines.push((
+                Level::Warn,
+                format!("{label}{} attempt(s), failures by class: {}", r.tally.attempts, failure_counts(r.tally)),
+            ));
+        }
+        let class = r.tally.last_failure.as_ref().map_or("none", |f| f.class.as_str());
+        reasons.push(format!("{} ({reason}; last failure: {class})", url::redact(r.target.name())));
+    }
+    reasons
+}
+
 /// The conclusion of a wait ended by SIGTERM or SIGINT.
 pub(crate) fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal: i32, elapsed: Duration) -> Conclusion {
     let name = if signal == signal_hook::consts::SIGINT { "SIGINT" } else { "SIGTERM" };
@@ -608,7 +699,9 @@ pub(crate) fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal:
     let last =
         (Level::Warn, format!("interrupted by {name} after {attempts} attempt(s) in {}; not ready", secs(elapsed)));
     let stdout = (config.output == Output::Json).then(|| json_summary(config, outcome, elapsed, issuers));
-    Conclusion { outcome, lines: Vec::new(), last, stdout }
+    let mut lines = Vec::new();
+    not_ready_lines(config, issuers, elapsed, &mut lines);
+    Conclusion { outcome, lines, last, stdout }
 }
 
 /// The conclusion when the gate could not even start waiting (no thread, no TLS set-up): not

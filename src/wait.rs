@@ -157,10 +157,20 @@ pub(crate) struct Tally {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Next {
     /// Another attempt after `pause`; `retry_after` is the provider's request, when it made one
-    /// and it set the pause.
-    Pause { pause: Duration, retry_after: Option<Duration> },
+    /// longer than the paced pause.
+    Pause { pause: Duration, retry_after: Option<RetryAfter> },
     /// None: the wait is over.
     Stop(Verdict),
+}
+
+/// A provider's `Retry-After` that was longer than the paced pause, and whether the pause
+/// really waited all of it: the cap ([`RETRY_AFTER_CAP`]) or the deadline may cut it short, and
+/// the log must not call a pause of 2.6 s an honoured request for 20 s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RetryAfter {
+    /// What the provider asked, uncapped.
+    pub(crate) asked: Duration,
+    pub(crate) honoured: bool,
 }
 
 /// One attempt, as the observer sees it.
@@ -221,10 +231,11 @@ pub(crate) fn wait_until_ready(
                 tally.consecutive_successes = 0;
                 *tally.failures.entry(failure.class).or_default() += 1;
                 tally.last_failure = Some(failure.clone());
-                match failure.retry_after.map(|asked| asked.min(RETRY_AFTER_CAP)) {
+                match failure.retry_after {
                     _ if failure.cheap => (FAST_RETRY.min(schedule.interval).mul_f64(jitter.between(0.5, 1.0)), None),
-                    Some(asked) if asked > paced => {
-                        (asked + schedule.interval.mul_f64(jitter.between(0.0, 1.0)), Some(asked))
+                    Some(asked) if asked.min(RETRY_AFTER_CAP) > paced => {
+                        let capped = asked.min(RETRY_AFTER_CAP);
+                        (capped + schedule.interval.mul_f64(jitter.between(0.0, 1.0)), Some(asked))
                     }
                     _ => (paced, None),
                 }
@@ -246,7 +257,11 @@ pub(crate) fn wait_until_ready(
         };
         let next = match verdict {
             Some(v) => Next::Stop(v),
-            None => Next::Pause { pause: pause.min(room), retry_after },
+            None => {
+                let pause = pause.min(room);
+                let retry_after = retry_after.map(|asked| RetryAfter { asked, honoured: pause >= asked });
+                Next::Pause { pause, retry_after }
+            }
         };
         observe(&AttemptReport { number: tally.attempts, outcome: &outcome, left, next }, &tally);
         match next {
@@ -301,6 +316,7 @@ mod tests {
             resource_metadata: None,
             servers: vec![ServerReady { document, url: "https://h".into(), jwks_keys: None }],
             warnings: Vec::new(),
+            addresses: Vec::new(),
         }
     }
 
@@ -536,6 +552,44 @@ mod tests {
             Duration::MAX,
         );
         assert!(starts[1].0 - starts[0].0 >= Duration::from_millis(800));
+    }
+
+    /// The pauses' `Retry-After` verdicts for a provider that always asks `asked`.
+    fn retry_afters(timeout_ms: u64, asked: Duration) -> Vec<(Duration, RetryAfter)> {
+        let time = FakeTime::new();
+        let t = time.clone();
+        let mut attempt = |_| {
+            t.advance(Duration::from_millis(1));
+            Err(asking(asked))
+        };
+        let mut seen = Vec::new();
+        let mut observe = |r: &AttemptReport<'_>, _: &Tally| {
+            if let Next::Pause { pause, retry_after: Some(r) } = r.next {
+                seen.push((pause, r));
+            }
+        };
+        let (clock, mut sleeper) = (time.clone(), time.clone());
+        let s = schedule(&time, timeout_ms);
+        wait_until_ready(&s, &clock, &mut sleeper, &mut Jitter::new(3), &mut attempt, &mut observe);
+        seen
+    }
+
+    #[test]
+    fn retry_after_is_called_honoured_only_when_it_was() {
+        let honoured = |asked, honoured| RetryAfter { asked, honoured };
+        let (five, twenty, hour) = (Duration::from_secs(5), Duration::from_secs(20), Duration::from_secs(3600));
+        // Room for it: honoured, except a last pause the deadline cuts short, which says so.
+        let pauses = retry_afters(60_000, five);
+        assert_eq!(pauses[0].1, honoured(five, true));
+        assert!(pauses.iter().all(|(pause, r)| r.honoured == (*pause >= five)), "{pauses:?}");
+        // The deadline comes first: the pause is cut short, and says so.
+        let pauses = retry_afters(3_000, twenty);
+        assert_eq!(pauses.iter().map(|p| p.1).collect::<Vec<_>>(), vec![honoured(twenty, false)]);
+        assert!(pauses[0].0 < Duration::from_secs(3));
+        // More than the cap: waited 30 s, not the hour asked.
+        let capped = retry_afters(100_000, hour);
+        assert_eq!(capped[0].1, honoured(hour, false), "{capped:?}");
+        assert!(capped[0].0 >= RETRY_AFTER_CAP, "{capped:?}");
     }
 
     #[test]

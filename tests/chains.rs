@@ -127,6 +127,55 @@ fn a_resource_is_ready_when_its_metadata_and_every_server_are() {
     assert_logged(&r, &["passed: resource metadata at", &format!("authorization server issuer {as1:?} served by")]);
 }
 
+/// Issue 17, section 4: how an MCP client can register, said in the log and the JSON for every
+/// server judged by MCP's rules; a warning when it cannot register at all.
+#[test]
+fn registration_is_reported_for_each_server_mcp_clients_use() {
+    let ca = TestCa::new();
+    let with = |iss: &str, member: Option<(&str, Value)>| {
+        let mut doc: Value = serde_json::from_str(&oauth_doc(iss)).unwrap();
+        if let Some((k, v)) = member {
+            doc[k] = v;
+        }
+        doc.to_string()
+    };
+    let (_cimd, cimd) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        let doc = with(iss, Some(("client_id_metadata_document_supported", Value::Bool(true))));
+        routes(vec![(OAUTH.to_string(), 200, doc)])
+    });
+    let (_dcr, dcr) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        let doc = with(iss, Some(("registration_endpoint", Value::String(format!("{iss}/register")))));
+        routes(vec![(OAUTH.to_string(), 200, doc)])
+    });
+    let (_none, none) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        routes(vec![(OAUTH.to_string(), 200, with(iss, None))])
+    });
+    for (iss, expected) in [(&cimd, "cimd"), (&dcr, "dcr"), (&none, "none")] {
+        let r = run_args(gate_for(&ca, iss), &["--metadata", "auto", "--once", "--output", "json"]);
+        assert_exit(&r, 0);
+        let entry = &r.json()["issuers"][0];
+        assert_eq!(entry["registration"], expected, "{entry}");
+        assert_logged(&r, &[&format!("(registration: {expected})")]);
+        let warned = r.log().contains("registration: none: the metadata offers neither");
+        assert_eq!(warned, expected == "none", "{}", r.log());
+    }
+    // Plain --issuer is not judged by MCP's rules: nothing said.
+    let r = run_args(gate_for(&ca, &none), &["--metadata", "oauth", "--once", "--output", "json"]);
+    assert_eq!(r.json()["issuers"][0]["registration"], Value::Null);
+    assert!(!r.log().contains("registration"), "{}", r.log());
+    // Along a resource chain, each server has its own.
+    let servers = [dcr.as_str(), none.as_str()];
+    let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
+        routes(vec![(format!("{PRM}/mcp"), 200, prm_doc(res, &servers))])
+    });
+    let r = run_args(gate(), &["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
+    assert_exit(&r, 0);
+    let entry = &r.json()["issuers"][0];
+    assert_eq!(entry["registration"], Value::Null);
+    assert_eq!(entry["authorization_servers"][0]["registration"], "dcr", "{entry}");
+    assert_eq!(entry["authorization_servers"][1]["registration"], "none", "{entry}");
+}
+
 /// The clients' order (issue 17 §3): the resource's own `401` challenge first, whose
 /// `resource_metadata` MCP clients MUST use; then the path form; then the root.
 #[test]
@@ -346,6 +395,7 @@ fn a_chain_given_as_http_passes_with_a_warning_for_each_plain_link() {
     let (_as, issuer) = plain_provider(|iss| {
         let mut doc: Value = serde_json::from_str(&oauth_doc(iss)).unwrap();
         doc["jwks_uri"] = Value::String(format!("{iss}/keys"));
+        doc["registration_endpoint"] = Value::String(format!("{iss}/register"));
         routes(vec![(OAUTH.to_string(), 200, doc.to_string()), ("/keys".to_string(), 200, keys)])
     });
     let servers = [issuer.as_str()];

@@ -263,6 +263,52 @@ fn same_origin_redirects_are_followed() {
     assert!(r.stdout.contains(&format!("metadata                https://localhost:{port}/final")), "{}", r.stdout);
 }
 
+/// Issue 17, section 6: a refused cross-origin redirect's hint names the flag that reaches the
+/// link: `--discovery-url` exits 2 with `--resource` or several issuers, and redirects nothing
+/// but the issuer's metadata.
+#[test]
+fn cross_origin_redirect_hints_name_the_flag_that_applies() {
+    let ca = TestCa::new();
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
+    let base = iss.trim_end_matches('/').to_string();
+    let (doc, resource) = (discovery_doc(&iss), format!("{base}/mcp"));
+    let p = slot.listen(
+        tls_mode(ca.leaf(&["localhost"])),
+        reply(move |req, _| match req.path.as_str() {
+            WELL_KNOWN => Reply::json(200, doc.clone()),
+            "/protocol/openid-connect/certs" => Reply::redirect(302, "https://elsewhere.test/certs"),
+            "/moved/.well-known/openid-configuration" => Reply::redirect(301, "https://elsewhere.test/x"),
+            p if p.starts_with("/.well-known/oauth-protected-resource") => {
+                Reply::redirect(302, "https://elsewhere.test/prm")
+            }
+            _ => Reply::json(404, "{}"),
+        }),
+    );
+    let moved = p.issuer("/moved");
+    for (args, named, not_named) in [
+        (vec!["--issuer", &iss, "--check-jwks"], "point --jwks-url at the final location", "--discovery-url"),
+        (vec!["--issuer", &moved], "point --discovery-url at the final location", "--jwks-url"),
+        (vec!["--issuer", &iss, "--issuer", &moved], "--discovery-url takes a single --issuer", "point --"),
+    ] {
+        let r = run_args(gate(), &[args.as_slice(), &["--ca-file", &ca.ca_arg(), "--once"]].concat());
+        assert_exit(&r, 1);
+        assert_logged(&r, &["refused redirect to another origin", named]);
+        assert!(!r.log().contains(not_named), "{args:?}: {}", r.log());
+    }
+    // A resource's metadata URLs are candidates in the MCP clients' order: a redirect the gate
+    // does not follow is passed over, as the SDKs do, here down to the legacy path; refused, the
+    // failure names what was passed over, and no flag is advised.
+    let args = ["--resource", resource.as_str(), "--ca-file", &ca.ca_arg(), "--once"];
+    let r = run_args(gate(), &args);
+    assert_exit(&r, 0);
+    assert_logged(&r, &["refused redirect to another origin", "2025-03-26 legacy path"]);
+    let r = run_args(gate(), &[&args[..], &["--refuse-legacy-auth"]].concat());
+    assert_exit(&r, 1);
+    assert_logged(&r, &["refused redirect to another origin"]);
+    assert!(!r.log().contains("--discovery-url"), "{}", r.log());
+}
+
 /// A minimal CONNECT proxy on loopback that records the targets it was asked for.
 struct ConnectProxy {
     addr: SocketAddr,

@@ -371,8 +371,53 @@ fn retry_after_never_costs_the_final_attempt() {
     let r = run(cmd);
     assert_exit(&r, 1);
     assert_eq!(p.count(), 2, "the last attempt is still made before the deadline:\n{}", r.log());
-    assert!(r.log().contains("Retry-After 30.0s honoured"), "capped at 30 s: {}", r.log());
+    assert!(r.log().contains("Retry-After 1h0m0s not honoured: the deadline comes first"), "{}", r.log());
     assert_within(&r, Duration::from_secs(2));
+}
+
+/// Issue 17, section 5: a `Retry-After` counts whichever fetch of the attempt it came with: the
+/// JWK Set, and an `auto` URL the attempt moved past (its 429 is a client error, so the next URL
+/// is tried and the attempt fails there with a 404 that asks for nothing).
+#[test]
+fn retry_after_is_honoured_on_every_fetch() {
+    let ca = TestCa::new();
+    let jwks = std::fs::read_to_string(fixture("keycloak-mafiasi.jwks.json")).unwrap();
+    for case in ["jwks", "auto URL moved past"] {
+        let slot = Reserved::new();
+        let iss = slot.issuer("");
+        let doc = discovery_doc(&iss);
+        let (jwks, seen) = (jwks.clone(), Arc::new(std::sync::Mutex::new(Vec::new())));
+        let times = seen.clone();
+        let p = slot.listen(
+            tls_mode(ca.leaf(&["localhost"])),
+            reply(move |req, _| {
+                let asking = || Reply::with_headers(429, &[("Retry-After", "2")], "slow down");
+                let mut times = times.lock().unwrap();
+                let first = !times.iter().any(|(path, _)| *path == req.path);
+                times.push((req.path.clone(), Instant::now()));
+                match (case, req.path.as_str()) {
+                    ("jwks", WELL_KNOWN) => Reply::json(200, doc.clone()),
+                    ("jwks", _) if first => asking(),
+                    ("jwks", _) => Reply::json(200, jwks.clone()),
+                    (_, "/.well-known/oauth-authorization-server") if first => asking(),
+                    (_, WELL_KNOWN) if first => Reply::json(404, "{}"),
+                    (_, WELL_KNOWN) => Reply::json(200, doc.clone()),
+                    _ => Reply::json(404, "{}"),
+                }
+            }),
+        );
+        let mut cmd = gate_for(&ca, &iss);
+        cmd.args(["--interval", "200ms", "--timeout", "20s"]);
+        cmd.args(if case == "jwks" { ["--check-jwks"].as_slice() } else { ["--metadata", "auto"].as_slice() });
+        let r = run(cmd);
+        assert_exit(&r, 0);
+        assert_logged(&r, &["Retry-After 2.00s honoured; next in"]);
+        let times = seen.lock().unwrap();
+        let attempts: Vec<Instant> = times.iter().filter(|(path, _)| path == &times[0].0).map(|(_, t)| *t).collect();
+        assert_eq!(attempts.len(), 2, "{case}: {:?}\n{}", p.paths(), r.log());
+        let gap = attempts[1] - attempts[0];
+        assert!(gap >= Duration::from_millis(1_900), "{case}: asked to wait 2 s, came back after {gap:?}");
+    }
 }
 
 // 7. Read input as the real client does.
@@ -482,6 +527,9 @@ fn messages_say_what_is_actually_wrong() {
         "{}",
         r.log()
     );
+    // Issue 17, section 6: the cause is known, so no guess at a gateway or network policy.
+    assert!(!r.log().contains("network policy") && !r.log().contains("metadata is normally public"), "{}", r.log());
+    assert_logged(&r, &["/protocol/openid-connect/certs answered HTTP 403)"]);
 }
 
 #[test]

@@ -338,6 +338,30 @@ fn termination_log_gets_the_outcome() {
     assert_eq!(r.code, Some(1), "an unwritable log is skipped: {}", r.log());
 }
 
+/// Issue 17, section 5: a SIGTERM ends the run as interrupted, in the JSON as in the exit code:
+/// the verdict of a target still waiting is `interrupted`, with its last failure kept.
+#[test]
+fn sigterm_is_reported_as_interrupted_in_the_json() {
+    let ca = TestCa::new();
+    let p = always_503(&ca);
+    let mut cmd = gate_for(&ca, &p.issuer(""));
+    cmd.args(["--timeout", "60s", "--interval", "200ms", "--output", "json"]);
+    let child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    while p.count() < 2 && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["outcome"], "interrupted");
+    assert_eq!(json["issuers"][0]["verdict"], "interrupted", "{json}");
+    assert_eq!(json["issuers"][0]["last_failure"]["class"], "http-status", "{json}");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("not ready (interrupted after "), "{log}");
+}
+
 /// As PID 1 the kernel drops SIGTERM unless a handler is installed; the gate installs one.
 #[test]
 fn sigterm_as_pid_1_ends_the_wait_promptly() {

@@ -304,6 +304,81 @@ fn several_issuers_all_must_be_ready_one_late() {
     assert_logged(&r, &[&format!("not ready: {never_iss} (timeout of 1.00s used up")]);
 }
 
+/// Issue 17, section 5: one issuer out of attempts ends the wait for all; the others are
+/// reported as cut short by it, each with its last attempt (finished, or where the one under way
+/// had got to), never as a timeout of a minute used up after a second.
+#[test]
+fn several_issuers_each_report_their_last_attempt_when_one_ends_the_wait() {
+    let ca = TestCa::new();
+    let failing = Provider::start(tls_mode(ca.leaf(&["localhost"])), reply(|_, _| Reply::text(503, "down")));
+    let hung = Provider::start(tls_mode(ca.leaf(&["localhost"])), reply(|_, _| Reply::Hang));
+    let (failing_iss, hung_iss) = (failing.issuer("/realms/a"), hung.issuer("/realms/b"));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &failing_iss, "--issuer", &hung_iss, "--ca-file", &ca.ca_arg()]);
+    cmd.args(["--timeout", "1m", "--interval", "200ms", "--max-attempts", "3", "--attempt-timeout", "30s"]);
+    cmd.args(["--output", "json"]);
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    assert!(r.elapsed < Duration::from_secs(10), "ended by the first issuer: {:?}", r.elapsed);
+    let json = r.json();
+    let (a, b) = (&json["issuers"][0], &json["issuers"][1]);
+    assert_eq!(a["verdict"], "attempts-exhausted");
+    assert_eq!(a["last_failure"]["class"], "http-status");
+    assert_eq!(b["verdict"], "cut-short", "{json}");
+    let in_flight = b["in_flight"].as_str().unwrap_or_default();
+    assert!(in_flight.contains("waiting for the response (localhost)"), "{json}");
+    assert!(!r.log().contains("timeout of 1m0s used up"), "{}", r.log());
+    assert_logged(
+        &r,
+        &[&format!("[{hung_iss}] not ready (cut short after "), &format!(": {failing_iss} ended the wait)")],
+    );
+    assert_logged(&r, &["before any attempt finished; attempt 1 was under way: waiting for the response"]);
+
+    // Both out of time: the one that ran out first cut nothing short.
+    let mut cmd = gate();
+    cmd.args(["--issuer", &failing_iss, "--issuer", &hung_iss, "--ca-file", &ca.ca_arg()]);
+    cmd.args(["--timeout", "2s", "--interval", "200ms", "--output", "json"]);
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    let json = r.json();
+    assert_eq!(json["issuers"][0]["verdict"], "deadline-reached", "{json}");
+    assert_eq!(json["issuers"][1]["verdict"], "deadline-reached", "{json}");
+    assert!(!r.log().contains("cut short"), "{}", r.log());
+}
+
+/// Issue 17, section 4: the resolved addresses are in the JSON, private ones marked, without a
+/// word by default (in a cluster most providers are private); on request the gate fails where an
+/// SSRF-guarded client refuses, naming the address and the client setting that allows it.
+#[test]
+fn private_addresses_are_recorded_and_refused_on_request() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    let r = run_args(gate_for(&ca, &iss), &["--once", "--output", "json"]);
+    assert_exit(&r, 0);
+    let addresses = r.json()["issuers"][0]["addresses"].clone();
+    let loopback = serde_json::json!({"host": "localhost", "address": "127.0.0.1", "private": "loopback"});
+    assert!(addresses.as_array().unwrap().contains(&loopback), "{addresses}");
+    assert!(!r.log().contains("private"), "no warning by default: {}", r.log());
+
+    for (how, env) in [("flag", false), ("variable", true)] {
+        let mut cmd = gate_for(&ca, &iss);
+        cmd.args(["--once", "--output", "json"]);
+        if env {
+            cmd.env("WAIT_FOR_IDP_REFUSE_PRIVATE_ADDRESSES", "true");
+        } else {
+            cmd.arg("--refuse-private-addresses");
+        }
+        let r = run(cmd);
+        assert_exit(&r, 1);
+        let failure = &r.json()["issuers"][0]["last_failure"];
+        assert_eq!(failure["class"], "private-address", "{how}: {failure}");
+        assert_logged(&r, &["localhost resolves to 127.0.0.1, a loopback address", "--jwks-allow-private-ip"]);
+    }
+    let r = run_args(gate_for(&ca, &iss), &["--dry-run", "--refuse-private-addresses"]);
+    assert_exit(&r, 0);
+    assert!(r.stdout.contains("CGNAT ones refused, as SSRF-guarded clients do"), "{}", r.stdout);
+}
+
 #[test]
 fn flapping_provider_needs_consecutive_successes() {
     let ca = TestCa::new();

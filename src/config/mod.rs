@@ -115,6 +115,8 @@ pub(crate) struct Config {
     pub(crate) refuse_legacy_auth: bool,
     /// Where the keys are fetched instead of the document's `jwks_uri`.
     pub(crate) jwks_url: Option<String>,
+    /// Fail where an SSRF-guarded client refuses a private address.
+    pub(crate) refuse_private_addresses: bool,
     pub(crate) output: Output,
     pub(crate) fail_closed: bool,
     pub(crate) termination_log: TerminationLog,
@@ -179,6 +181,7 @@ struct Values {
     token_file: Option<Raw>,
     check_jwks: bool,
     refuse_legacy_auth: bool,
+    refuse_private_addresses: bool,
     output: Output,
     termination_log: TerminationLog,
     mode: RunMode,
@@ -222,6 +225,7 @@ impl Values {
             token_file: inputs.single("token_file", &cli.token_file),
             check_jwks: jwks_url.is_some() || inputs.switch("check_jwks", cli.check_jwks)?,
             refuse_legacy_auth: inputs.switch("refuse_legacy_auth", cli.refuse_legacy_auth)?,
+            refuse_private_addresses: inputs.switch("refuse_private_addresses", cli.refuse_private_addresses)?,
             output: parse_choice(inputs.single("output", &cli.output), defaults::OUTPUT, &output_choices)?,
             termination_log: match inputs.single("termination_log", &cli.termination_log) {
                 Some(raw) => TerminationLog { path: PathBuf::from(raw.value), create: true },
@@ -284,6 +288,7 @@ impl Values {
             check_jwks: self.check_jwks,
             refuse_legacy_auth: self.refuse_legacy_auth,
             jwks_url: self.jwks_url.map(|raw| raw.value),
+            refuse_private_addresses: self.refuse_private_addresses,
             output: self.output,
             fail_closed: self.fail_closed,
             termination_log: self.termination_log,

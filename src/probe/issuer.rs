@@ -5,7 +5,7 @@
 use super::{Answer, Attempt, Failure, FailureClass, Link, ServerReady, moves_on, usable_body};
 use crate::config::{MetadataKind, Rules};
 use crate::discovery::{self, Document, DocumentProblem};
-use crate::http::Fetched;
+use crate::http::{FetchError, Fetched};
 use crate::jwks;
 use crate::url;
 
@@ -30,8 +30,10 @@ pub(super) fn discover(
         let last = i + 1 == candidates.len();
         let fetched = match at.fetch_candidate(Link::Metadata, context, &candidate.url)? {
             Answer::Skipped(why) if last => {
-                let also = before(&declined);
-                return Err(Failure::new(FailureClass::HttpStatus, format!("{why}{also}")).at(Link::Metadata, context));
+                // As any refused redirect: the same class, and the hint naming the flag that applies.
+                let mut failure = at.failure(Link::Metadata, context, FetchError::Redirect(why));
+                failure.detail.push_str(&before(&declined));
+                return Err(failure);
             }
             Answer::Skipped(why) => {
                 let skipped = format!("{} ({why})", url::redact(&candidate.url));
@@ -54,6 +56,7 @@ pub(super) fn discover(
                 let warnings = discovery::mcp_client_rules(&fetched.body, candidate.spec, at.transport)
                     .map_err(|problem| document_failure(problem, &fetched))?;
                 server.document.warnings.extend(warnings);
+                server.document.registration = Some(discovery::registration(&fetched.body));
             }
             Ok(server)
         });
@@ -121,6 +124,10 @@ fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Resul
     }
     let fetched = at.fetch(Link::Jwks, context, &uri)?;
     let body = usable_body(&fetched).map_err(|f| {
+        if fetched.status != 200 && symmetric_only(document) {
+            // The cause is known (see `symmetric_only_hint`): no guessing at gateways.
+            return jwks(format!("{} answered HTTP {}", url::redact(&uri), fetched.status));
+        }
         let hint = if fetched.status >= 500 { " (Dex answers 500 until its first signing key exists)" } else { "" };
         jwks(format!("{}{hint}", f.detail))
     })?;
@@ -132,7 +139,7 @@ fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Resul
 /// never pass there, and the failure should say so rather than suggest a network problem.
 fn symmetric_only_hint(mut failure: Failure, document: &Document) -> Failure {
     let algs = &document.id_token_signing_alg_values_supported;
-    if !algs.is_empty() && algs.iter().all(|a| !jwks::needs_public_key(a)) {
+    if symmetric_only(document) {
         failure.detail = format!(
             "the provider signs ID tokens only with {} (a shared secret), so no public key exists to check: drop \
              --check-jwks ({})",
@@ -141,4 +148,10 @@ fn symmetric_only_hint(mut failure: Failure, document: &Document) -> Failure {
         );
     }
     failure
+}
+
+/// The document lists signing algorithms and every one of them is a shared secret's (`HS*`).
+fn symmetric_only(document: &Document) -> bool {
+    let algs = &document.id_token_signing_alg_values_supported;
+    !algs.is_empty() && algs.iter().all(|a| !jwks::needs_public_key(a))
 }

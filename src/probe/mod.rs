@@ -18,7 +18,9 @@ use crate::http::{FetchError, Fetched, HttpClient};
 use crate::progress::{Progress, Stage};
 use crate::token;
 use crate::url;
+use std::cell::Cell;
 use std::fmt;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -40,6 +42,8 @@ pub(crate) enum FailureClass {
     Resource,
     Jwks,
     Token,
+    /// A name resolved to an address SSRF-guarded clients refuse (`--refuse-private-addresses`).
+    PrivateAddress,
 }
 
 impl FailureClass {
@@ -57,6 +61,7 @@ impl FailureClass {
             FailureClass::Resource => "resource",
             FailureClass::Jwks => "jwks",
             FailureClass::Token => "token",
+            FailureClass::PrivateAddress => "private-address",
         }
     }
 }
@@ -143,6 +148,8 @@ pub(crate) struct Ready {
     /// Warnings about the resource's own links (plain http accepted: [`url::Transport`]); each
     /// server's are in its document.
     pub(crate) warnings: Vec<String>,
+    /// Every name the attempt resolved, with its addresses.
+    pub(crate) addresses: Vec<(String, Vec<IpAddr>)>,
 }
 
 /// What one attempt checks, beyond fetching.
@@ -160,6 +167,11 @@ pub(crate) struct Checks {
     /// `--refuse-legacy-auth`: a resource without protected resource metadata fails rather than
     /// having its origin taken for its authorization server.
     pub(crate) refuse_legacy_auth: bool,
+    /// The run waits for one `--issuer` and nothing else: `--discovery-url` and `--jwks-url`
+    /// can be given.
+    pub(crate) one_issuer: bool,
+    /// Fail where an SSRF-guarded client refuses a private address.
+    pub(crate) refuse_private_addresses: bool,
 }
 
 /// What the thread doing an attempt shares with the caller waiting for it: the link it is at
@@ -192,16 +204,43 @@ pub(crate) struct Prober {
     client: Arc<HttpClient>,
     target: Arc<Target>,
     checks: Arc<Checks>,
+    /// The attempt under way, if any, and when it started: shared by the clones, so that a wait
+    /// ended by another target or a signal can say where this one had got to.
+    current: Arc<Mutex<Option<Started>>>,
 }
+
+/// An attempt under way: when it started, and where it is.
+type Started = (Instant, Arc<Track>);
 
 impl Prober {
     pub(crate) fn new(client: Arc<HttpClient>, target: Target, checks: Arc<Checks>) -> Prober {
-        Prober { client, target: Arc::new(target), checks }
+        Prober { client, target: Arc::new(target), checks, current: Arc::default() }
+    }
+
+    /// Where the attempt under way has got to, or `None` between attempts: the link (with the
+    /// server it belongs to), the fetch's stage and host, and how long the attempt has run.
+    pub(crate) fn in_flight(&self) -> Option<String> {
+        let (started, track) = self.current.lock().ok()?.clone()?;
+        let (stage, host) = track.progress.at();
+        let (link, context) = track.at.lock().map(|at| at.clone()).unwrap_or_default();
+        let ran = crate::human::secs(started.elapsed());
+        Some(format!("{context}{stage} ({host}), {ran} into it, at the {} link", link.as_str()))
     }
 
     /// One attempt, over within `budget` whatever the network does.
     pub(crate) fn attempt(&self, budget: Duration) -> Result<Ready, Failure> {
         let track = Arc::new(Track::default());
+        if let Ok(mut current) = self.current.lock() {
+            *current = Some((Instant::now(), track.clone()));
+        }
+        let outcome = self.attempt_tracked(budget, track);
+        if let Ok(mut current) = self.current.lock() {
+            *current = None;
+        }
+        outcome
+    }
+
+    fn attempt_tracked(&self, budget: Duration, track: Arc<Track>) -> Result<Ready, Failure> {
         let (tx, rx) = mpsc::sync_channel(1);
         let (prober, shared) = (self.clone(), track.clone());
         let spawned = std::thread::Builder::new()
@@ -239,15 +278,23 @@ impl Prober {
             mcp: matches!(&*self.target, Target::Resource { .. }) || self.checks.rules.kind == MetadataKind::Auto,
             deadline: Instant::now() + budget,
             budget,
+            asked: Cell::new(None),
         };
-        match &*self.target {
+        let outcome = match &*self.target {
             Target::Issuer { issuer, discovery_url } => {
                 at.token_origins = self.token_origins(issuer, discovery_url.as_deref());
-                issuer::discover(&at, issuer, self.checks.rules.kind, discovery_url.as_deref(), "")
-                    .map(|server| Ready { resource_metadata: None, servers: vec![server], warnings: Vec::new() })
+                issuer::discover(&at, issuer, self.checks.rules.kind, discovery_url.as_deref(), "").map(|server| {
+                    Ready {
+                        resource_metadata: None,
+                        servers: vec![server],
+                        warnings: Vec::new(),
+                        addresses: Vec::new(),
+                    }
+                })
             }
             Target::Resource { resource } => resource::discover(&at, resource),
-        }
+        };
+        outcome.map(|ready| Ready { addresses: track.progress.resolved(), ..ready }).map_err(|f| at.asking(f))
     }
 
     /// The origins the bearer token may go to: where the issuer's metadata is fetched and the
@@ -273,6 +320,10 @@ struct Attempt<'a> {
     mcp: bool,
     deadline: Instant,
     budget: Duration,
+    /// The longest `Retry-After` any fetch of the attempt was answered with (a 429 or 503), also
+    /// from a URL the attempt moved past or a link whose failure is reported in other words: a
+    /// failed attempt asks for it, whichever fetch it came from.
+    asked: Cell<Option<Duration>>,
 }
 
 /// The protocol revision MCP clients announce on metadata requests: the TypeScript SDK 1.32.2
@@ -307,13 +358,18 @@ impl Attempt<'_> {
         self.track.enter(link, context);
         let left = self.deadline.saturating_duration_since(Instant::now());
         let fetched = self.client.get(to, left, &self.headers_for(link, to), &self.track.progress);
+        if let Ok(f) = &fetched {
+            self.note_retry_after(f);
+        }
         fetched.map(|f| self.hide_token(f))
     }
 
     /// Fetches one link of the chain within what is left of the budget; a transport failure is
     /// classed by the link, and a timeout names the attempt's budget.
     fn fetch(&self, link: Link, context: &str, to: &str) -> Result<Fetched, Failure> {
-        self.get(link, context, to).map_err(|e| self.failure(link, context, e))
+        let fetched = self.get(link, context, to);
+        self.refuse_private(link, context)?;
+        fetched.map_err(|e| self.failure(link, context, e))
     }
 
     /// Like [`Attempt::fetch`], for one of several URLs in the MCP clients' order: a redirect
@@ -322,11 +378,24 @@ impl Attempt<'_> {
     /// `discoverAuthorizationServerMetadata` goes on for any status below 500, "or a redirect that
     /// was not followed"; `shouldAttemptFallback` tries the root after the path form likewise).
     fn fetch_candidate(&self, link: Link, context: &str, to: &str) -> Result<Answer, Failure> {
-        match self.get(link, context, to) {
+        let fetched = self.get(link, context, to);
+        self.refuse_private(link, context)?;
+        match fetched {
             Ok(fetched) => Ok(Answer::Got(fetched)),
             Err(FetchError::Redirect(why)) => Ok(Answer::Skipped(why)),
             Err(e) => Err(self.failure(link, context, e)),
         }
+    }
+
+    /// With `--refuse-private-addresses`, an address an SSRF-guarded client refuses fails the
+    /// link, whatever the fetch gave.
+    fn refuse_private(&self, link: Link, context: &str) -> Result<(), Failure> {
+        if self.checks.refuse_private_addresses {
+            if let Some(refused) = refused_address(&self.track.progress.resolved()) {
+                return Err(Failure::new(FailureClass::PrivateAddress, refused).at(link, context));
+            }
+        }
+        Ok(())
     }
 
     fn failure(&self, link: Link, context: &str, e: FetchError) -> Failure {
@@ -335,7 +404,11 @@ impl Attempt<'_> {
             other => other,
         };
         let rejected = matches!(e, FetchError::Tls { error: rustls::Error::InvalidCertificate(_), .. });
+        let cross_origin = matches!(&e, FetchError::Redirect(d) if d.starts_with(crate::http::CROSS_ORIGIN));
         let mut failure = link_failure(link, context, e);
+        if cross_origin {
+            failure.detail.push_str(redirect_hint(link, context.is_empty() && self.checks.one_issuer));
+        }
         if rejected && self.checks.proxy_skips_verify {
             failure.detail.push_str(SKIPPED_BY_PROXY);
             failure.conclusive = true;
@@ -345,6 +418,22 @@ impl Attempt<'_> {
 }
 
 impl Attempt<'_> {
+    fn note_retry_after(&self, fetched: &Fetched) {
+        let asked = Some(fetched.status)
+            .filter(|s| matches!(s, 429 | 503))
+            .and(fetched.retry_after.as_deref())
+            .and_then(|v| crate::http::retry_after(v, std::time::SystemTime::now()));
+        if asked > self.asked.get() {
+            self.asked.set(asked);
+        }
+    }
+
+    /// The attempt's failure, asking for the longest `Retry-After` any of its fetches was given.
+    fn asking(&self, mut failure: Failure) -> Failure {
+        failure.retry_after = failure.retry_after.max(self.asked.get());
+        failure
+    }
+
     /// The token taken out of a body a server sent back, before any excerpt is cut from it: an
     /// error page's always, a 200's only for a token long enough (16 bytes; every real bearer
     /// token is) not to be part of a valid document by chance. Every output is scrubbed again
@@ -355,6 +444,37 @@ impl Attempt<'_> {
         }
         fetched
     }
+}
+
+/// What to do about a refused cross-origin redirect, naming the flag that reaches the link:
+/// `--discovery-url` for an issuer's metadata and `--jwks-url` for its keys (both only when the
+/// run waits for that one issuer, `own` here), `--resource` for the resource's metadata. A
+/// link a resource's metadata names is the resource's to fix: no flag reaches it.
+fn redirect_hint(link: Link, own: bool) -> &'static str {
+    match (link, own) {
+        (Link::Metadata, true) => "; point --discovery-url at the final location",
+        (Link::Jwks, true) => "; point --jwks-url at the final location",
+        (Link::ResourceMetadata, _) => "; if the resource itself lives there, give that URL as --resource",
+        (Link::Metadata, false) => {
+            "; serve the metadata on the issuer's own origin (--discovery-url takes a single --issuer, no --resource)"
+        }
+        (Link::Jwks, false) => {
+            "; serve the keys where jwks_uri says (--jwks-url takes a single --issuer, no --resource)"
+        }
+    }
+}
+
+/// With `--refuse-private-addresses`: the first name resolved to an address an SSRF-guarded
+/// client refuses, named with the address, its range and the client setting that allows it.
+fn refused_address(resolved: &[(String, Vec<IpAddr>)]) -> Option<String> {
+    let (host, ip, range) = resolved
+        .iter()
+        .find_map(|(host, ips)| ips.iter().find_map(|ip| url::private_range(*ip).map(|r| (host, ip, r))))?;
+    Some(format!(
+        "{host} resolves to {ip}, a {range} address: an SSRF-guarded client refuses it (ToolHive: \"the provided \
+         URL redirects to a private IP address, which is not allowed\"; its --jwks-allow-private-ip allows it), \
+         and --refuse-private-addresses has the gate do the same"
+    ))
 }
 
 /// Said of a certificate the gate rejects while oauth2-proxy would not check it.

@@ -18,7 +18,14 @@ const CONTEXT: &str = "protected resource metadata: ";
 pub(super) fn discover(at: &Attempt<'_>, target: &str) -> Result<Ready, Failure> {
     let (metadata_url, mut metadata) = match find_metadata(at, target)? {
         Found::Metadata(url, metadata) => (url, metadata),
-        Found::Open(note) => return Ok(Ready { resource_metadata: None, servers: Vec::new(), warnings: vec![note] }),
+        Found::Open(note) => {
+            return Ok(Ready {
+                resource_metadata: None,
+                servers: Vec::new(),
+                warnings: vec![note],
+                addresses: Vec::new(),
+            });
+        }
         Found::Nothing(declined) => return legacy(at, target, &declined),
     };
     let mut servers = Vec::with_capacity(metadata.authorization_servers.len());
@@ -26,7 +33,8 @@ pub(super) fn discover(at: &Attempt<'_>, target: &str) -> Result<Ready, Failure>
         let context = format!("authorization server {}: ", url::redact(server));
         servers.push(issuer::discover(at, server, MetadataKind::Auto, None, &context)?);
     }
-    Ok(Ready { resource_metadata: Some(metadata_url), servers, warnings: std::mem::take(&mut metadata.warnings) })
+    let warnings = std::mem::take(&mut metadata.warnings);
+    Ok(Ready { resource_metadata: Some(metadata_url), servers, warnings, addresses: Vec::new() })
 }
 
 enum Found {
@@ -149,7 +157,7 @@ fn legacy(at: &Attempt<'_>, target: &str, declined: &[String]) -> Result<Ready, 
              authorization server (--refuse-legacy-auth refuses this)"
         ),
     );
-    Ok(Ready { resource_metadata: None, servers: vec![server], warnings: Vec::new() })
+    Ok(Ready { resource_metadata: None, servers: vec![server], warnings: Vec::new(), addresses: Vec::new() })
 }
 
 fn judge(at: &Attempt<'_>, fetched: &Fetched, target: &str) -> Result<(String, ResourceMetadata), Failure> {
