@@ -182,6 +182,7 @@ fn state(setup: &Setup, container: &str) -> Option<(i64, i64, i32)> {
 }
 
 #[test]
+#[ignore = "needs podman, Docker Compose and podman-compose, as root; the test command runs it"]
 fn compose_starts_the_application_only_after_the_gate_exits_0() {
     let ca = TestCa::new();
     let setup = Setup::new(&ca);
@@ -229,6 +230,7 @@ fn compose_starts_the_application_only_after_the_gate_exits_0() {
 /// documentation), and the README's way round its bug works: the gate first, then the
 /// application alone.
 #[test]
+#[ignore = "needs podman, Docker Compose and podman-compose, as root; the test command runs it"]
 fn podman_compose_runs_the_file() {
     let ca = TestCa::new();
     let setup = Setup::new(&ca);

@@ -47,6 +47,7 @@ fn agrees(sdk: &str, gate: &str) -> bool {
 }
 
 #[test]
+#[ignore = "needs node and the MCP SDK in tests/peer; the test command runs it"]
 fn the_gate_and_the_typescript_sdk_agree_on_the_discovery_matrix() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peer");
     assert!(

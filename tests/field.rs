@@ -70,6 +70,7 @@ fn attempt_timeout_is_kept_by_the_waiter() {
 
 /// A resolver that never answers: the attempt is class `dns`, not a bare timeout.
 #[test]
+#[ignore = "needs root: unshare and a resolver on port 53; the test command runs it"]
 fn a_resolver_that_never_answers_is_class_dns() {
     require_root_tools();
     // A "name server" on a loopback address of its own that swallows every query.

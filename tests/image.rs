@@ -71,6 +71,7 @@ pub(crate) fn readable_by_anyone(path: &Path) {
 }
 
 #[test]
+#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
 fn static_binaries_are_static_and_within_2_mib() {
     for (arch, _) in ARCHES {
         let bin = static_binary(arch);
@@ -82,6 +83,7 @@ fn static_binaries_are_static_and_within_2_mib() {
 }
 
 #[test]
+#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
 fn static_binary_runs_alone_in_a_scratch_like_root() {
     let bin = static_binary("amd64");
     assert!(is_fully_static(&bin), "{} is dynamically linked", bin.display());
@@ -181,6 +183,7 @@ fn run_image(ca: &TestCa, args: &[&str]) -> Run {
 }
 
 #[test]
+#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
 fn image_is_scratch_with_only_the_binary_as_non_root() {
     let tag = image("amd64");
     let out = podman()
@@ -200,6 +203,7 @@ fn image_is_scratch_with_only_the_binary_as_non_root() {
 }
 
 #[test]
+#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
 fn image_passes_against_a_ready_provider() {
     let ca = TestCa::new();
     let (_p, iss) = ready_provider(&ca, "localhost", "");
@@ -209,6 +213,7 @@ fn image_passes_against_a_ready_provider() {
 }
 
 #[test]
+#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
 fn image_fails_open_then_closed_when_the_provider_is_down() {
     let ca = TestCa::new();
     let closed = Reserved::new();
@@ -224,6 +229,7 @@ fn image_fails_open_then_closed_when_the_provider_is_down() {
 /// The arm64 binary, under qemu-aarch64-static, against the local TLS provider: ready, never
 /// ready on a TLS failure, and within its deadline against a provider that never answers.
 #[test]
+#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
 fn arm64_binary_under_qemu() {
     let bin = static_binary("arm64");
     let qemu = |args: &[&str]| {
@@ -254,6 +260,7 @@ fn arm64_binary_under_qemu() {
 /// Both images, and a manifest list holding them, as `docker buildx --platform
 /// linux/amd64,linux/arm64` would push.
 #[test]
+#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
 fn images_for_both_architectures_and_a_manifest_list() {
     let list = "localhost/wait-for-idp:test-multi";
     let _ = buildah().args(["manifest", "rm", list]).output();
