@@ -28,13 +28,14 @@ BUSYBOX = shutil.which("busybox") or "/usr/bin/busybox"
 
 
 def make_certs(d: Path):
+    """A throwaway CA and one leaf for localhost and 127.0.0.1 (also used by coldboot.py)."""
     run = lambda *a: subprocess.run(a, check=True, capture_output=True)
     run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
         "-subj", "/CN=bench CA", "-keyout", d / "ca.key", "-out", d / "ca.pem", "-days", "2",
         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
     run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
         "-subj", "/CN=localhost", "-keyout", d / "leaf.key", "-out", d / "leaf.csr")
-    (d / "ext").write_text("subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n")
+    (d / "ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
     run("openssl", "x509", "-req", "-in", d / "leaf.csr", "-CA", d / "ca.pem", "-CAkey", d / "ca.key",
         "-CAcreateserial", "-out", d / "leaf.pem", "-days", "2", "-extfile", d / "ext")
 

@@ -51,7 +51,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import ssl
 import statistics
 import subprocess
@@ -60,6 +59,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+# The throwaway CA, free ports and the p95 the rest of the benchmark uses (this directory is on
+# sys.path when the script runs).
+from bench import free_port, make_certs, p95
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYCLOAK_VERSION = "26.7.3"
@@ -84,27 +87,6 @@ SYSTEMS = {"keycloak": ("Keycloak", "oauth2-proxy"), "jwks": ("API server (stand
 
 def progress(message):
     print(f"coldboot: {message}", file=sys.stderr, flush=True)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def make_certs(d: Path):
-    """A throwaway CA and one leaf for localhost and 127.0.0.1 (Keycloak and the stand-in)."""
-    run = lambda *a: subprocess.run(a, check=True, capture_output=True)
-    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-        "-subj", "/CN=coldboot CA", "-keyout", d / "ca.key", "-out", d / "ca.pem", "-days", "2",
-        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
-    run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-        "-subj", "/CN=localhost", "-keyout", d / "leaf.key", "-out", d / "leaf.csr")
-    (d / "ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
-    run("openssl", "x509", "-req", "-in", d / "leaf.csr", "-CA", d / "ca.pem", "-CAkey", d / "ca.key",
-        "-CAcreateserial", "-out", d / "leaf.pem", "-days", "2", "-extfile", d / "ext")
 
 
 def spawn(argv, env, log: Path, cwd=None):
@@ -487,11 +469,6 @@ def summarize_run(system, mode, r):
     r["exit_codes"] = [e["code"] for e in exits]
     r["delay"] = round(r["client_served"] - r["provider_served"], 3)
     return r
-
-
-def p95(xs):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
 
 
 def lived(rs, container, end):

@@ -198,6 +198,11 @@ fn stand_in(chain: Chain, handler: impl Fn(&str, &Request) -> Reply + Send + Syn
     })
 }
 
+/// A provider that serves a valid document for `https://localhost:PORT` with this chain.
+fn ready_with(chain: Chain) -> (Provider, String) {
+    Provider::for_issuer(tls_mode(chain), "", |issuer| serve_at(WELL_KNOWN, discovery_doc(issuer)))
+}
+
 /// A discovery document for `issuer` whose `jwks_uri` is `jwks`.
 fn doc_with_jwks(issuer: &str, jwks: Option<&str>) -> String {
     let mut doc: serde_json::Value = serde_json::from_str(&discovery_doc(issuer)).unwrap();
@@ -214,10 +219,7 @@ fn doc_with_jwks(issuer: &str, jwks: Option<&str>) -> String {
 fn stand_in_cases(ca: &TestCa) -> Vec<Case> {
     let ca_file = ca.ca_arg();
     let good = |name: &str, chain: Chain, ca_given: Option<&str>| {
-        let (p, issuer) = stand_in(chain, |issuer, req| match req.path.as_str() {
-            WELL_KNOWN => Reply::json(200, discovery_doc(issuer)),
-            _ => Reply::json(404, "{}"),
-        });
+        let (p, issuer) = ready_with(chain);
         case_env(name, env_for(&issuer, ca_given)).keep(p)
     };
     let mut cases = vec![
@@ -284,12 +286,7 @@ fn stand_in_cases(ca: &TestCa) -> Vec<Case> {
 /// Where trust comes from: Go's `SSL_CERT_FILE` and `SSL_CERT_DIR`, and oauth2-proxy's own CA
 /// options, which replace the system's roots unless `OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE`.
 fn trust_cases(ca: &TestCa) -> Vec<Case> {
-    let ready = || {
-        stand_in(ca.leaf(&["localhost"]), |issuer, req| match req.path.as_str() {
-            WELL_KNOWN => Reply::json(200, discovery_doc(issuer)),
-            _ => Reply::json(404, "{}"),
-        })
-    };
+    let ready = || ready_with(ca.leaf(&["localhost"]));
     let ca_dir = ca.path("certs");
     std::fs::create_dir_all(&ca_dir).unwrap();
     std::fs::copy(&ca.pem_path, ca_dir.join("test-ca.pem")).unwrap();
