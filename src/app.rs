@@ -7,12 +7,12 @@
 //! Everything said along the way is `report`'s.
 
 use crate::cli;
+use crate::config::ProxySettings;
 use crate::config::{Config, ConfigError, Loaded, Target};
-use crate::http::HttpClient;
+use crate::net::http::HttpClient;
+use crate::net::tls::TlsSettings;
 use crate::probe::{Checks, Prober};
-use crate::proxy::ProxySettings;
 use crate::report::{self, IssuerResult, LineThrottle, Stopped};
-use crate::tls::TlsSettings;
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
 use anyhow::Context;
 use std::sync::Arc;

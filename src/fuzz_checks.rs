@@ -2,7 +2,7 @@
 //! seed inputs in the ordinary test suite (tests/fuzz_seeds.rs) without a nightly toolchain.
 //! Each function panics when a property fails, which is what a fuzzer looks for.
 
-use crate::discovery::{MetadataKind, Rules, printable_excerpt, validate_document, well_known_url};
+use crate::rules::authorization_server::{MetadataKind, Rules, printable_excerpt, validate_document, well_known_url};
 use crate::url;
 
 /// Document validation over arbitrary bytes: never panics, and never accepts a document for
@@ -64,7 +64,7 @@ pub fn resource(data: &[u8]) {
         Some(i) => (String::from_utf8_lossy(&data[..i]).into_owned(), &data[i + 1..]),
         None => ("https://mcp.example/mcp".to_string(), data),
     };
-    if let Ok(metadata) = crate::resource::validate(body, &expected, url::Transport::TlsOnly) {
+    if let Ok(metadata) = crate::rules::protected_resource::validate(body, &expected, url::Transport::TlsOnly) {
         assert_eq!(metadata.resource, expected, "accepted metadata for another resource");
         assert!(!metadata.authorization_servers.is_empty(), "accepted metadata without a server");
         for server in &metadata.authorization_servers {
@@ -72,5 +72,5 @@ pub fn resource(data: &[u8]) {
             assert!(server.starts_with("https://"), "accepted a plain server {server:?} in a chain given as https");
         }
     }
-    let _ = crate::resource::challenge_metadata_url(&String::from_utf8_lossy(body));
+    let _ = crate::rules::protected_resource::challenge_metadata_url(&String::from_utf8_lossy(body));
 }

@@ -1,7 +1,7 @@
 //! wait-for-idp: gate a pod's start on its OpenID Connect identity provider really serving its
 //! metadata. The binary is a thin shell around [`main`]; the library exposes only what the
 //! integration tests and fuzz targets need: URL handling ([`url`]), the document rules
-//! ([`discovery`]) and the fuzz properties.
+//! ([`rules`]) and the fuzz properties.
 //!
 //! # Layers
 //!
@@ -10,10 +10,10 @@
 //! list and checks every `crate::` path in `src/` against it.
 //!
 //! 1. url, human, progress, token — URL handling; durations for people; a fetch's stage; the token file
-//! 2. cli, config — the command line, and the validated settings (with the `--connect-to` rules)
-//! 3. discovery, resource — where metadata lives and when a document counts (pure)
-//! 4. tls, proxy, http — the network: one bounded, verified GET
-//! 5. jwks, probe — the keys' rules; one attempt and its failure class
+//! 2. rules — the document rules by specification: authorization server, protected resource, JWK Set (pure)
+//! 3. cli, config — the command line, and the validated settings (with the `--connect-to` rules)
+//! 4. net — the network: TLS, proxies, one bounded, verified GET
+//! 5. probe — one attempt and its failure class
 //! 6. wait — deadline, budget and pacing on an injected clock
 //! 7. report — everything the tool says
 //! 8. app — threads, signals and the exit code
@@ -23,18 +23,14 @@
 mod app;
 mod cli;
 mod config;
-pub mod discovery;
 #[doc(hidden)]
 pub mod fuzz_checks;
-mod http;
 mod human;
-mod jwks;
+mod net;
 mod probe;
 mod progress;
-mod proxy;
 mod report;
-mod resource;
-mod tls;
+pub mod rules;
 mod token;
 pub mod url;
 mod wait;

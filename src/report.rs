@@ -2,12 +2,12 @@
 //! termination message and the `--once` summary. Lines are written for people reading
 //! `kubectl logs` on a bad morning: what failed, why, and how long the gate will still wait.
 
+use crate::config::ProxySettings;
 use crate::config::{Config, ConfigError, Notice, Output, RunMode, Target, TerminationLog};
-use crate::discovery::{self, Document, Registration};
 use crate::human::secs;
 use crate::probe::{Failure, Ready, ServerReady};
-use crate::proxy::ProxySettings;
-use crate::resource;
+use crate::rules::authorization_server::{self, Document, Registration};
+use crate::rules::protected_resource;
 use crate::token;
 use crate::url;
 use crate::wait::{AttemptReport, Next, RETRY_AFTER_CAP, RetryAfter, Tally, Verdict};
@@ -266,14 +266,14 @@ fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]
 fn first_urls(target: &Target, config: &Config) -> Vec<String> {
     match target {
         Target::Issuer { issuer, discovery_url } => {
-            discovery::candidates(issuer, config.rules.kind, discovery_url.as_deref())
+            authorization_server::candidates(issuer, config.rules.kind, discovery_url.as_deref())
                 .into_iter()
                 .map(|c| c.url)
                 .collect()
         }
         // The resource first: its challenge may name the metadata (then asked before the rest).
         Target::Resource { resource } => {
-            std::iter::once(resource.clone()).chain(resource::metadata_urls(resource)).collect()
+            std::iter::once(resource.clone()).chain(protected_resource::metadata_urls(resource)).collect()
         }
     }
 }

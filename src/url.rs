@@ -141,14 +141,7 @@ pub fn split(raw: &str) -> Result<Parts<'_>, Problem> {
         }
         return Err(Problem::UnsupportedScheme(scheme.to_string()));
     }
-    let (before_fragment, fragment) = match rest.split_once('#') {
-        Some((b, f)) => (b, Some(f)),
-        None => (rest, None),
-    };
-    let (before_query, query) = match before_fragment.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (before_fragment, None),
-    };
+    let (before_query, query, fragment) = split_query_fragment(rest);
     let (authority, path) = match before_query.find('/') {
         Some(i) => before_query.split_at(i),
         None => (before_query, ""),
@@ -195,6 +188,19 @@ pub fn split(raw: &str) -> Result<Parts<'_>, Problem> {
     Ok(Parts { scheme, authority, host, port, path, query, fragment, has_userinfo })
 }
 
+/// RFC 3986 §3: what comes before `?`, the query (up to `#`) and the fragment, in one place for
+/// [`split`] and for redirect references.
+fn split_query_fragment(raw: &str) -> (&str, Option<&str>, Option<&str>) {
+    let (rest, fragment) = match raw.split_once('#') {
+        Some((r, f)) => (r, Some(f)),
+        None => (raw, None),
+    };
+    match rest.split_once('?') {
+        Some((r, q)) => (r, Some(q), fragment),
+        None => (rest, None, fragment),
+    }
+}
+
 /// RFC 3986 §3.1: `ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`.
 fn is_scheme(s: &str) -> bool {
     let mut chars = s.chars();
@@ -214,6 +220,17 @@ pub fn check_issuer(raw: &str) -> Result<Parts<'_>, Problem> {
     }
     if parts.fragment.is_some() {
         return Err(Problem::Fragment);
+    }
+    Ok(parts)
+}
+
+/// A URL the user configured (an issuer, a discovery or JWKS URL): [`check_issuer`], and parsed
+/// the same way by the HTTP stack (ureq uses the `http` crate), so that no URL fails only at run
+/// time.
+pub fn check_configured(raw: &str) -> Result<Parts<'_>, Problem> {
+    let parts = check_issuer(raw)?;
+    if raw.parse::<ureq::http::Uri>().is_err() {
+        return Err(Problem::NotAbsolute);
     }
     Ok(parts)
 }
@@ -335,14 +352,7 @@ struct Reference<'a> {
 impl<'a> Reference<'a> {
     /// `^(([^:/?#]+):)?(//([^/?#]*))?([^?#]*)(\?([^#]*))?(#(.*))?`
     fn parse(raw: &'a str) -> Reference<'a> {
-        let (rest, fragment) = match raw.split_once('#') {
-            Some((r, f)) => (r, Some(f)),
-            None => (raw, None),
-        };
-        let (rest, query) = match rest.split_once('?') {
-            Some((r, q)) => (r, Some(q)),
-            None => (rest, None),
-        };
+        let (rest, query, fragment) = split_query_fragment(raw);
         let (scheme, rest) = match rest.find([':', '/']) {
             Some(i) if rest.as_bytes()[i] == b':' && i > 0 => (Some(&rest[..i]), &rest[i + 1..]),
             _ => (None, rest),

@@ -274,8 +274,8 @@ pub(crate) fn wait_until_ready(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discovery::Document;
     use crate::probe::ServerReady;
+    use crate::rules::authorization_server::Document;
     use std::cell::Cell;
     use std::rc::Rc;
 

@@ -1,7 +1,9 @@
 //! The document rules over real providers' documents (tests/fixtures, see SOURCES.md there).
 
 use crate::support::fixture;
-use wait_for_idp::discovery::{DocumentProblem, MetadataKind, Rules, validate_document, well_known_url};
+use wait_for_idp::rules::authorization_server::{
+    DocumentProblem, MetadataKind, Rules, validate_document, well_known_url,
+};
 
 fn doc(name: &str) -> (Vec<u8>, String) {
     let body = std::fs::read(fixture(name)).unwrap();

@@ -135,7 +135,7 @@ fn issuer_mismatch_against_the_certified_provider() {
 #[test]
 #[ignore = "needs node and the npm peers in tests/peer; the test command runs it"]
 fn oauth_and_auto_against_oidc_provider_with_and_without_a_path() {
-    use wait_for_idp::discovery::{MetadataKind, well_known_url};
+    use wait_for_idp::rules::authorization_server::{MetadataKind, well_known_url};
     let ca = TestCa::new();
     for (path, oauth_exit, passes_at) in [("", 0, MetadataKind::OAuth), ("/realms/test", 1, MetadataKind::Oidc)] {
         let slot = Reserved::new();

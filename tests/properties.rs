@@ -10,7 +10,7 @@
 //! references RFC 3986 forbids (a first segment with `:`).
 
 use proptest::prelude::*;
-use wait_for_idp::discovery::{MetadataKind, Rules, validate_document};
+use wait_for_idp::rules::authorization_server::{MetadataKind, Rules, validate_document};
 use wait_for_idp::url as ours;
 
 fn segment() -> impl Strategy<Value = String> {

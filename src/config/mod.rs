@@ -11,50 +11,22 @@ mod connect_to;
 mod error;
 mod files;
 mod inputs;
+mod proxy;
 mod trust;
 
 pub(crate) use connect_to::{ConnectTo, ConnectToProblem};
 pub(crate) use error::{ConfigError, Conflict};
 pub(crate) use files::CaFileProblem;
 pub(crate) use inputs::{Raw, Source};
+pub(crate) use proxy::{ProxyChoice, ProxySettings};
 pub(crate) use trust::Trust;
 
 use crate::cli::{Cli, defaults};
+use crate::rules::authorization_server::{MetadataKind, Rules};
 use crate::url;
 use inputs::{Inputs, parse_choice, parse_count, parse_duration};
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// Which specification the metadata document follows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MetadataKind {
-    /// OpenID Connect Discovery 1.0: `{issuer}/.well-known/openid-configuration`.
-    Oidc,
-    /// RFC 8414: `/.well-known/oauth-authorization-server` inserted between host and path.
-    OAuth,
-    /// The MCP authorization specification's order: RFC 8414, then OIDC (inserted, appended).
-    Auto,
-}
-
-impl MetadataKind {
-    /// The words `--metadata` takes.
-    const CHOICES: &'static [(&'static str, MetadataKind)] =
-        &[("oidc", MetadataKind::Oidc), ("oauth", MetadataKind::OAuth), ("auto", MetadataKind::Auto)];
-
-    pub fn as_str(self) -> &'static str {
-        Self::CHOICES.iter().find(|(_, k)| *k == self).map_or("?", |(w, _)| w)
-    }
-}
-
-/// How strictly a document is judged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rules {
-    pub kind: MetadataKind,
-    /// Require every REQUIRED member of the chosen specification.
-    pub strict: bool,
-    /// Accept a document whose `issuer` differs (Entra `common`); the caller warns.
-    pub skip_issuer_check: bool,
-}
 
 /// One thing to wait for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -354,11 +326,7 @@ fn check_url(raw: &Raw, notices: &mut Vec<Notice>) -> Result<(), ConfigError> {
     if raw.value.contains("{{") {
         return Err(invalid(url::Problem::Template));
     }
-    let parts = url::check_issuer(&raw.value).map_err(invalid)?;
-    // ureq parses with the `http` crate; make sure it agrees, so no URL fails only at run time.
-    if raw.value.parse::<ureq::http::Uri>().is_err() {
-        return Err(invalid(url::Problem::NotAbsolute));
-    }
+    let parts = url::check_configured(&raw.value).map_err(invalid)?;
     if parts.scheme == "http" {
         notices.push(Notice::Warning(format!(
             "{}: {} uses plain http: the metadata is not protected by TLS (acceptable only inside the cluster)",

@@ -3,10 +3,11 @@
 //! `--check-jwks` a usable key in its JWK Set.
 
 use super::{Answer, Attempt, Failure, FailureClass, Link, ServerReady, moves_on, usable_body};
-use crate::config::{MetadataKind, Rules};
-use crate::discovery::{self, Document, DocumentProblem};
-use crate::http::{FetchError, Fetched};
-use crate::jwks;
+use crate::net::http::{FetchError, Fetched};
+use crate::rules::BodyProblem;
+use crate::rules::authorization_server::{self, Document, DocumentProblem};
+use crate::rules::authorization_server::{MetadataKind, Rules};
+use crate::rules::jwk_set;
 use crate::url;
 
 /// Finds, fetches and judges `issuer`'s metadata; `context` names the server in a longer chain.
@@ -23,7 +24,7 @@ pub(super) fn discover(
     discovery_url: Option<&str>,
     context: &str,
 ) -> Result<ServerReady, Failure> {
-    let candidates = discovery::candidates(issuer, kind, discovery_url);
+    let candidates = authorization_server::candidates(issuer, kind, discovery_url);
     let mut declined = Vec::new();
     let mut passed_over = Vec::new();
     for (i, candidate) in candidates.iter().enumerate() {
@@ -53,10 +54,10 @@ pub(super) fn discover(
         let rules = Rules { kind: candidate.spec, ..at.checks.rules };
         let judged = judge(&fetched, issuer, rules).and_then(|mut server| {
             if kind == MetadataKind::Auto {
-                let warnings = discovery::mcp_client_rules(&fetched.body, candidate.spec, at.transport)
+                let warnings = authorization_server::mcp_client_rules(&fetched.body, candidate.spec, at.transport)
                     .map_err(|problem| document_failure(problem, &fetched))?;
                 server.document.warnings.extend(warnings);
-                server.document.registration = Some(discovery::registration(&fetched.body));
+                server.document.registration = Some(authorization_server::registration(&fetched.body));
             }
             Ok(server)
         });
@@ -80,7 +81,8 @@ fn before(declined: &[String]) -> String {
 /// Judges a complete response by `rules`.
 pub(super) fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<ServerReady, Failure> {
     let body = usable_body(fetched)?;
-    let document = discovery::validate_document(body, issuer, rules).map_err(|p| document_failure(p, fetched))?;
+    let document =
+        authorization_server::validate_document(body, issuer, rules).map_err(|p| document_failure(p, fetched))?;
     Ok(ServerReady { document, url: fetched.url.clone(), jwks_keys: None })
 }
 
@@ -90,8 +92,8 @@ pub(super) fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<Ser
 /// needs, and the fix is in the server's configuration.
 fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
     let class = match &problem {
-        DocumentProblem::NotUtf8 { .. } => FailureClass::Body,
-        DocumentProblem::Json(_) | DocumentProblem::Duplicate(_) => FailureClass::Json,
+        DocumentProblem::Body(BodyProblem::NotUtf8 { .. }) => FailureClass::Body,
+        DocumentProblem::Body(_) | DocumentProblem::Json(_) | DocumentProblem::Duplicate(_) => FailureClass::Json,
         DocumentProblem::IssuerMismatch { .. } => FailureClass::IssuerMismatch,
         DocumentProblem::MissingField(_) | DocumentProblem::NotHttps(_) => FailureClass::MissingField,
     };
@@ -100,7 +102,7 @@ fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
         detail.push_str(&format!(
             " (Content-Type {}, starts {:?})",
             fetched.content_type.as_deref().unwrap_or("absent"),
-            discovery::printable_excerpt(&fetched.body, 60)
+            authorization_server::printable_excerpt(&fetched.body, 60)
         ));
     }
     Failure::new(class, detail)
@@ -109,14 +111,14 @@ fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
 /// Fetches the keys (`--jwks-url`, else `jwks_uri`) under the same TLS rules and requires a
 /// usable key. Every failure here is class `jwks`, with the transport's class in the detail. A
 /// plain-http `jwks_uri` fails in a chain given as https and is a warning otherwise
-/// ([`jwks::location`]); `--jwks-url` is the user's own URL, checked when the settings are read.
+/// ([`jwk_set::location`]); `--jwks-url` is the user's own URL, checked when the settings are read.
 fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Result<usize, Failure> {
     let jwks = |detail: String| Failure::new(FailureClass::Jwks, detail).at(Link::Jwks, context);
     let Some(uri) = at.checks.jwks_url.clone().or(document.jwks_uri.clone()) else {
         return Err(jwks("the document has no jwks_uri to check".into()));
     };
     if at.checks.jwks_url.is_none() {
-        let plain = jwks::location(&uri, at.transport).map_err(|p| jwks(p.to_string()))?;
+        let plain = jwk_set::location(&uri, at.transport).map_err(|p| jwks(p.to_string()))?;
         document.warnings.extend(plain);
     }
     if let Err(p) = url::split(&uri) {
@@ -131,7 +133,7 @@ fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Resul
         let hint = if fetched.status >= 500 { " (Dex answers 500 until its first signing key exists)" } else { "" };
         jwks(format!("{}{hint}", f.detail))
     })?;
-    jwks::validate_jwks(body, &document.id_token_signing_alg_values_supported)
+    jwk_set::validate_jwks(body, &document.id_token_signing_alg_values_supported)
         .map_err(|p| jwks(format!("{p} (from {})", url::redact(&uri))))
 }
 
@@ -153,5 +155,5 @@ fn symmetric_only_hint(mut failure: Failure, document: &Document) -> Failure {
 /// The document lists signing algorithms and every one of them is a shared secret's (`HS*`).
 fn symmetric_only(document: &Document) -> bool {
     let algs = &document.id_token_signing_alg_values_supported;
-    !algs.is_empty() && algs.iter().all(|a| !jwks::needs_public_key(a))
+    !algs.is_empty() && algs.iter().all(|a| !jwk_set::needs_public_key(a))
 }

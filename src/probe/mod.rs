@@ -10,12 +10,13 @@
 //! its own socket timeout), and names the link and the stage it hung in.
 
 mod issuer;
-mod resource;
+mod resource_chain;
 
-use crate::config::{MetadataKind, Rules, Target};
-use crate::discovery::{self, Document};
-use crate::http::{FetchError, Fetched, HttpClient};
+use crate::config::Target;
+use crate::net::http::{FetchError, Fetched, HttpClient};
 use crate::progress::{Progress, Stage};
+use crate::rules::authorization_server::{self, Document};
+use crate::rules::authorization_server::{MetadataKind, Rules};
 use crate::token;
 use crate::url;
 use std::cell::Cell;
@@ -292,7 +293,7 @@ impl Prober {
                     }
                 })
             }
-            Target::Resource { resource } => resource::discover(&at, resource),
+            Target::Resource { resource } => resource_chain::discover(&at, resource),
         };
         outcome.map(|ready| Ready { addresses: track.progress.resolved(), ..ready }).map_err(|f| at.asking(f))
     }
@@ -300,7 +301,7 @@ impl Prober {
     /// The origins the bearer token may go to: where the issuer's metadata is fetched and the
     /// `--jwks-url`, which the user named. Never a `jwks_uri` elsewhere, never a resource.
     fn token_origins(&self, issuer: &str, discovery_url: Option<&str>) -> Vec<String> {
-        let candidates = discovery::candidates(issuer, self.checks.rules.kind, discovery_url);
+        let candidates = authorization_server::candidates(issuer, self.checks.rules.kind, discovery_url);
         let urls = candidates.iter().map(|c| c.url.as_str()).chain(self.checks.jwks_url.as_deref());
         urls.filter_map(|u| url::split(u).ok().map(|p| p.origin())).collect()
     }
@@ -404,7 +405,7 @@ impl Attempt<'_> {
             other => other,
         };
         let rejected = matches!(e, FetchError::Tls { error: rustls::Error::InvalidCertificate(_), .. });
-        let cross_origin = matches!(&e, FetchError::Redirect(d) if d.starts_with(crate::http::CROSS_ORIGIN));
+        let cross_origin = matches!(&e, FetchError::Redirect(d) if d.starts_with(crate::net::http::CROSS_ORIGIN));
         let mut failure = link_failure(link, context, e);
         if cross_origin {
             failure.detail.push_str(redirect_hint(link, context.is_empty() && self.checks.one_issuer));
@@ -422,7 +423,7 @@ impl Attempt<'_> {
         let asked = Some(fetched.status)
             .filter(|s| matches!(s, 429 | 503))
             .and(fetched.retry_after.as_deref())
-            .and_then(|v| crate::http::retry_after(v, std::time::SystemTime::now()));
+            .and_then(|v| crate::net::http::retry_after(v, std::time::SystemTime::now()));
         if asked > self.asked.get() {
             self.asked.set(asked);
         }
@@ -525,14 +526,14 @@ fn status_failure(fetched: &Fetched) -> Failure {
     let mut failure = Failure::new(FailureClass::HttpStatus, status_detail(fetched));
     if matches!(fetched.status, 429 | 503) {
         failure.retry_after =
-            fetched.retry_after.as_deref().and_then(|v| crate::http::retry_after(v, std::time::SystemTime::now()));
+            fetched.retry_after.as_deref().and_then(|v| crate::net::http::retry_after(v, std::time::SystemTime::now()));
     }
     failure
 }
 
 fn status_detail(fetched: &Fetched) -> String {
     let reason = ureq::http::StatusCode::from_u16(fetched.status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
-    let excerpt = discovery::printable_excerpt(&fetched.body, 100);
+    let excerpt = authorization_server::printable_excerpt(&fetched.body, 100);
     let hint = match fetched.status {
         404 => {
             " (Keycloak answers 404 until the realm is imported; check the realm or application name if it persists)"

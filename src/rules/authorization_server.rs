@@ -6,10 +6,41 @@
 //! parsing and re-serialising a URL would turn `https://h` into `https://h/` and pass a document
 //! that the real client then rejects.
 
-pub use crate::config::{MetadataKind, Rules};
+use super::{BodyProblem, json_type_name, open_object};
 use crate::url;
 use serde_json::{Map, Value};
 use std::fmt;
+
+/// Which specification the metadata document follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetadataKind {
+    /// OpenID Connect Discovery 1.0: `{issuer}/.well-known/openid-configuration`.
+    Oidc,
+    /// RFC 8414: `/.well-known/oauth-authorization-server` inserted between host and path.
+    OAuth,
+    /// The MCP authorization specification's order: RFC 8414, then OIDC (inserted, appended).
+    Auto,
+}
+
+impl MetadataKind {
+    /// The words `--metadata` takes.
+    pub(crate) const CHOICES: &'static [(&'static str, MetadataKind)] =
+        &[("oidc", MetadataKind::Oidc), ("oauth", MetadataKind::OAuth), ("auto", MetadataKind::Auto)];
+
+    pub fn as_str(self) -> &'static str {
+        Self::CHOICES.iter().find(|(_, k)| *k == self).map_or("?", |(w, _)| w)
+    }
+}
+
+/// How strictly a document is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rules {
+    pub kind: MetadataKind,
+    /// Require every REQUIRED member of the chosen specification.
+    pub strict: bool,
+    /// Accept a document whose `issuer` differs (Entra `common`); the caller warns.
+    pub skip_issuer_check: bool,
+}
 
 const OIDC_SUFFIX: &str = "/.well-known/openid-configuration";
 const OAUTH_SUFFIX: &str = "/.well-known/oauth-authorization-server";
@@ -23,8 +54,7 @@ const OAUTH_SUFFIX: &str = "/.well-known/oauth-authorization-server";
 pub fn well_known_url(issuer: &str, kind: MetadataKind) -> String {
     match kind {
         MetadataKind::Oidc => url::append_well_known(issuer, OIDC_SUFFIX),
-        MetadataKind::OAuth => url::insert_well_known(issuer, OAUTH_SUFFIX),
-        MetadataKind::Auto => url::insert_well_known(issuer, OAUTH_SUFFIX),
+        MetadataKind::OAuth | MetadataKind::Auto => url::insert_well_known(issuer, OAUTH_SUFFIX),
     }
 }
 
@@ -69,9 +99,9 @@ pub(crate) fn candidates(issuer: &str, kind: MetadataKind, discovery_url: Option
 /// Why a fetched body is not a usable metadata document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DocumentProblem {
-    /// Not valid UTF-8 (RFC 8259 §8.1 requires it).
-    NotUtf8 { valid_up_to: usize },
-    /// Not JSON, JSON that is not an object, or a member of the wrong type.
+    /// Not a JSON object at all.
+    Body(BodyProblem),
+    /// A member of the wrong type.
     Json(String),
     /// `issuer` differs from the configured one.
     IssuerMismatch { expected: String, found: String },
@@ -88,9 +118,7 @@ pub enum DocumentProblem {
 impl fmt::Display for DocumentProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DocumentProblem::NotUtf8 { valid_up_to } => {
-                write!(f, "body is not UTF-8 (invalid byte at offset {valid_up_to})")
-            }
+            DocumentProblem::Body(problem) => write!(f, "{problem}"),
             DocumentProblem::Json(msg) => write!(f, "{msg}"),
             DocumentProblem::IssuerMismatch { expected, found } => write!(
                 f,
@@ -159,10 +187,7 @@ impl Registration {
 
 /// How an MCP client can register with the server whose metadata `body` is.
 pub(crate) fn registration(body: &[u8]) -> Registration {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(doc)) => Registration::of(&doc),
-        _ => Registration::None,
-    }
+    open_object(body).map_or(Registration::None, |(_, doc)| Registration::of(&doc))
 }
 
 /// Said when an MCP client has no way to register.
@@ -183,12 +208,7 @@ const OIDC_REQUIRED: &[&str] = &[
 
 /// Judges a fetched body by `rules`. Never panics, whatever the bytes (serde_json bounds nesting).
 pub fn validate_document(body: &[u8], expected_issuer: &str, rules: Rules) -> Result<Document, DocumentProblem> {
-    let text = std::str::from_utf8(body).map_err(|e| DocumentProblem::NotUtf8 { valid_up_to: e.valid_up_to() })?;
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| DocumentProblem::Json(format!("body is not valid JSON: {e}")))?;
-    let Value::Object(doc) = value else {
-        return Err(DocumentProblem::Json(format!("body is JSON {}, not an object", json_type_name(&value))));
-    };
+    let (text, doc) = open_object(body).map_err(DocumentProblem::Body)?;
     let issuers = issuer_members(text);
     if issuers.len() > 1 {
         return Err(DocumentProblem::Duplicate(issuers));
@@ -375,17 +395,6 @@ fn optional_string_array(doc: &Map<String, Value>, key: &str) -> Result<Option<V
     }
 }
 
-pub(crate) fn json_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// What an MCP client requires of an authorization server's document beyond its specification,
 /// under `--metadata auto` and along a `--resource` chain; `spec` is the one the candidate URL
 /// is judged by. Returns the warnings; the document has passed [`validate_document`].
@@ -408,10 +417,7 @@ pub(crate) fn mcp_client_rules(
     spec: MetadataKind,
     transport: url::Transport,
 ) -> Result<Vec<String>, DocumentProblem> {
-    let doc = match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(doc)) => doc,
-        _ => return Err(DocumentProblem::Json("body is not a JSON object".into())),
-    };
+    let (_, doc) = open_object(body).map_err(DocumentProblem::Body)?;
     let schema =
         if spec == MetadataKind::Oidc { "OpenIdProviderDiscoveryMetadataSchema" } else { "OAuthMetadataSchema" };
     let mut required = vec!["authorization_endpoint", "token_endpoint", "response_types_supported"];
@@ -636,7 +642,10 @@ mod tests {
         ] {
             assert!(validate_document(body, "https://h", r).is_err(), "{:?}", String::from_utf8_lossy(body));
         }
-        assert!(matches!(validate_document(b"\xff", "https://h", r), Err(DocumentProblem::NotUtf8 { valid_up_to: 0 })));
+        assert!(matches!(
+            validate_document(b"\xff", "https://h", r),
+            Err(DocumentProblem::Body(BodyProblem::NotUtf8 { valid_up_to: 0 }))
+        ));
     }
 
     /// An RFC 8414 document as the MCP TypeScript SDK's `OAuthMetadataSchema` accepts it, changed.

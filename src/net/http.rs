@@ -6,11 +6,11 @@
 //! never carried elsewhere) and never downgrade to plain http. Each fetch records its stage in a
 //! [`Progress`], so that whoever gives up waiting on it can say where it hung.
 
+use super::tls::{self, TlsConnector, TlsSettings};
 use crate::config::ConnectTo;
+use crate::config::ProxySettings;
 use crate::human::secs;
 use crate::progress::{Progress, Stage};
-use crate::proxy::ProxySettings;
-use crate::tls::{self, TlsConnector, TlsSettings};
 use crate::url;
 use std::fmt;
 use std::io;

@@ -12,6 +12,7 @@
 //! refused too: jwx tolerates it, go-jose does not (PayPal's set has a padded key), and the gate
 //! follows the stricter of the two.
 
+use super::{BodyProblem, open_object};
 use crate::url;
 use serde_json::Value;
 use std::fmt;
@@ -19,8 +20,7 @@ use std::fmt;
 /// Why a JWK Set is not usable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum JwksProblem {
-    NotUtf8,
-    Json(String),
+    Body(BodyProblem),
     NoKeysMember,
     NoKeys,
     /// Key number `index` (from 1) cannot be decoded, for this reason.
@@ -39,8 +39,7 @@ pub(crate) enum JwksProblem {
 impl fmt::Display for JwksProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            JwksProblem::NotUtf8 => write!(f, "JWK Set is not UTF-8"),
-            JwksProblem::Json(e) => write!(f, "JWK Set is not a JSON object: {e}"),
+            JwksProblem::Body(problem) => write!(f, "JWK Set: {problem}"),
             JwksProblem::NoKeysMember => write!(
                 f,
                 "JWK Set has no \"keys\" array (Authentik serves {{}} while the application has no signing key)"
@@ -123,11 +122,7 @@ pub(crate) fn location(jwks_uri: &str, transport: url::Transport) -> Result<Opti
 /// Checks a JWK Set body against the document's `id_token_signing_alg_values_supported`.
 /// Returns the number of keys.
 pub(crate) fn validate_jwks(body: &[u8], signing_algs: &[String]) -> Result<usize, JwksProblem> {
-    let text = std::str::from_utf8(body).map_err(|_| JwksProblem::NotUtf8)?;
-    let value: Value = serde_json::from_str(text).map_err(|e| JwksProblem::Json(e.to_string()))?;
-    let Value::Object(set) = value else {
-        return Err(JwksProblem::Json("a JSON value that is not an object".into()));
-    };
+    let (_, set) = open_object(body).map_err(JwksProblem::Body)?;
     let Some(Value::Array(keys)) = set.get("keys") else {
         return Err(JwksProblem::NoKeysMember);
     };
@@ -200,7 +195,7 @@ mod tests {
         assert_eq!(validate_jwks(br#"{"keys":[]}"#, &[]), Err(JwksProblem::NoKeys));
         let e = validate_jwks(br#"{"keys":[{"kid":"x"}]}"#, &[]);
         assert_eq!(e, Err(JwksProblem::Undecodable { index: 1, why: "no \"kty\"".into() }));
-        assert!(matches!(validate_jwks(b"<html>500</html>", &[]), Err(JwksProblem::Json(_))));
+        assert!(matches!(validate_jwks(b"<html>500</html>", &[]), Err(JwksProblem::Body(BodyProblem::NotJson(_)))));
         let enc_only = br#"{"keys":[{"kty":"RSA","use":"enc","n":"xy","e":"AQAB"}]}"#;
         let e = validate_jwks(enc_only, &algs(&["RS256"])).unwrap_err();
         assert!(e.to_string().contains("RSA (enc)"), "{e}");

@@ -8,9 +8,9 @@
 //! (the 2025-03-26 behaviour both SDKs keep), unless `--refuse-legacy-auth`.
 
 use super::{Answer, Attempt, Failure, FailureClass, Link, Ready, issuer, moves_on, usable_body};
-use crate::config::MetadataKind;
-use crate::http::Fetched;
-use crate::resource::{self, ResourceMetadata};
+use crate::net::http::Fetched;
+use crate::rules::authorization_server::MetadataKind;
+use crate::rules::protected_resource::{self, ResourceMetadata};
 use crate::url;
 
 const CONTEXT: &str = "protected resource metadata: ";
@@ -67,7 +67,7 @@ fn find_metadata(at: &Attempt<'_>, target: &str) -> Result<Found, Failure> {
             )),
         },
     }
-    for well_known in resource::metadata_urls(target) {
+    for well_known in protected_resource::metadata_urls(target) {
         if !candidates.contains(&well_known) {
             candidates.push(well_known);
         }
@@ -99,7 +99,7 @@ fn find_metadata(at: &Attempt<'_>, target: &str) -> Result<Found, Failure> {
 /// plain-http one earns when the user's URL is http.
 fn challenged(at: &Attempt<'_>, fetched: &Fetched) -> Result<Option<(String, Option<String>)>, Failure> {
     let named = fetched.www_authenticate.as_deref().filter(|_| fetched.status == 401);
-    let Some(named) = named.and_then(resource::challenge_metadata_url) else { return Ok(None) };
+    let Some(named) = named.and_then(protected_resource::challenge_metadata_url) else { return Ok(None) };
     let fail = |detail: String| Failure::new(FailureClass::Resource, detail).at(Link::ResourceMetadata, "");
     if let Err(problem) = url::split(&named) {
         let name = url::redact(&named);
@@ -162,7 +162,7 @@ fn legacy(at: &Attempt<'_>, target: &str, declined: &[String]) -> Result<Ready, 
 
 fn judge(at: &Attempt<'_>, fetched: &Fetched, target: &str) -> Result<(String, ResourceMetadata), Failure> {
     let body = usable_body(fetched).map_err(|f| f.at(Link::ResourceMetadata, CONTEXT))?;
-    let metadata = resource::validate(body, target, at.transport).map_err(|problem| {
+    let metadata = protected_resource::validate(body, target, at.transport).map_err(|problem| {
         // The problem names the metadata itself; no prefix needed.
         Failure::new(FailureClass::Resource, format!("{problem} (from {})", url::redact(&fetched.url)))
             .at(Link::ResourceMetadata, "")

@@ -2,7 +2,7 @@
 //! it counts, and how its `401` challenge points at it. Pure, like `discovery`: strings in,
 //! verdicts out.
 
-use crate::discovery::json_type_name;
+use super::{BodyProblem, json_type_name, open_object};
 use crate::url;
 use serde_json::Value;
 use std::fmt;
@@ -31,8 +31,7 @@ pub(crate) struct ResourceMetadata {
 /// Why a fetched body is not usable protected resource metadata.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ResourceProblem {
-    NotUtf8,
-    Json(String),
+    Body(BodyProblem),
     NoResource,
     /// §3.3: the `resource` must be identical to the URL the metadata was looked up for.
     Mismatch {
@@ -58,8 +57,7 @@ pub(crate) enum ResourceProblem {
 impl fmt::Display for ResourceProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ResourceProblem::NotUtf8 => write!(f, "protected resource metadata is not UTF-8"),
-            ResourceProblem::Json(e) => write!(f, "protected resource metadata is not a JSON object: {e}"),
+            ResourceProblem::Body(problem) => write!(f, "protected resource metadata: {problem}"),
             ResourceProblem::NoResource => write!(f, "protected resource metadata has no \"resource\" string"),
             ResourceProblem::Mismatch { expected, found } => write!(
                 f,
@@ -116,11 +114,7 @@ pub(crate) fn validate(
     expected_resource: &str,
     transport: url::Transport,
 ) -> Result<ResourceMetadata, ResourceProblem> {
-    let text = std::str::from_utf8(body).map_err(|_| ResourceProblem::NotUtf8)?;
-    let value: Value = serde_json::from_str(text).map_err(|e| ResourceProblem::Json(e.to_string()))?;
-    let Value::Object(doc) = value else {
-        return Err(ResourceProblem::Json("a JSON value that is not an object".into()));
-    };
+    let (_, doc) = open_object(body).map_err(ResourceProblem::Body)?;
     let Some(Value::String(resource)) = doc.get("resource") else {
         return Err(ResourceProblem::NoResource);
     };
@@ -247,8 +241,8 @@ mod tests {
             Err(ResourceProblem::BadServer { .. })
         ));
         assert_eq!(validate(b"{}", "https://h"), Err(ResourceProblem::NoResource));
-        assert!(matches!(validate(b"[]", "https://h"), Err(ResourceProblem::Json(_))));
-        assert_eq!(validate(b"\xff", "https://h"), Err(ResourceProblem::NotUtf8));
+        assert!(matches!(validate(b"[]", "https://h"), Err(ResourceProblem::Body(BodyProblem::NotAnObject(_)))));
+        assert_eq!(validate(b"\xff", "https://h"), Err(ResourceProblem::Body(BodyProblem::NotUtf8 { valid_up_to: 0 })));
     }
 
     /// Both MCP SDKs reject the whole document for one entry that is not a string; the gate
