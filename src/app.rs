@@ -6,13 +6,11 @@
 //! SIGTERM ends it at once even as PID 1 (where the kernel ignores signals without a handler).
 //! Everything said along the way is `report`'s.
 
-use crate::cli;
-use crate::config::ProxySettings;
-use crate::config::{Config, ConfigError, Loaded, Target};
+use crate::config::{self, Config, Loaded};
 use crate::net::http::HttpClient;
-use crate::net::tls::TlsSettings;
-use crate::probe::{Checks, Prober};
+use crate::probe::Prober;
 use crate::report::{self, IssuerResult, LineThrottle, Stopped};
+use crate::settings::Given;
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
 use anyhow::Context;
 use std::sync::Arc;
@@ -37,8 +35,8 @@ pub fn main() -> i32 {
     let (tx, rx) = mpsc::channel();
     let signals = install_signal_handlers(tx.clone());
 
-    let cli = match cli::parse_from(std::env::args_os()) {
-        Ok(cli) => cli,
+    let given = match Given::parse_from(std::env::args_os()) {
+        Ok(given) => given,
         Err(e) => {
             // clap writes help, version and usage errors; a closed stream must not abort.
             let _ = e.print();
@@ -46,24 +44,20 @@ pub fn main() -> i32 {
         }
     };
     let env = |name: &str| std::env::var(name).ok();
-    let (loaded, proxies) = match Config::from_cli(&cli, &env).and_then(|l| Ok((l, ProxySettings::from_env(&env)?))) {
-        Ok(v) => v,
+    let names: Vec<String> = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).collect();
+    let Loaded { config, mode, notices } = match config::load(&given, &env, &names) {
+        Ok(loaded) => loaded,
         Err(e) => return report::usage_error(&e),
     };
-    let unknown = cli::unknown_env_vars(std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()));
-    let Loaded { config, mode, notices } = loaded;
     if mode.dry_run {
-        if let Some((name, suggestion)) = unknown.into_iter().next() {
-            return report::usage_error(&ConfigError::UnknownVariable { name, suggestion });
-        }
-        return report::dry_run(&config, &proxies, &notices);
+        return report::dry_run(&config, &notices);
     }
     report::init_logging(mode.quiet, std::env::var("RUST_LOG").ok());
-    report::startup(&notices, unknown, signals.err());
+    report::startup(&notices, signals.err());
     let config = Arc::new(config);
-    let conclusion = match launch(&config, proxies, mode.once, started, tx) {
+    let conclusion = match launch(&config, started, tx) {
         Ok(probers) => {
-            let (states, end) = collect(&config, started + config.timeout + GRACE, &rx);
+            let (states, end) = collect(&config, started + config.timing.timeout + GRACE, &rx);
             let issuers: Vec<IssuerResult<'_>> = config
                 .targets
                 .iter()
@@ -105,37 +99,14 @@ fn install_signal_handlers(tx: Sender<Event>) -> anyhow::Result<()> {
 
 /// Starts one waiting thread per issuer, each reporting to `tx`; returns their probers, which
 /// say where an attempt still under way at the end had got to.
-fn launch(
-    config: &Arc<Config>,
-    proxies: ProxySettings,
-    once: bool,
-    started: Instant,
-    tx: Sender<Event>,
-) -> anyhow::Result<Vec<Prober>> {
-    let tls = TlsSettings::new(config.trust.mozilla, &config.trust.roots).context("cannot set up TLS verification")?;
-    let client = Arc::new(HttpClient::new(tls, proxies, config.connect_to.clone()));
-    let checks = Arc::new(Checks {
-        rules: config.rules,
-        check_jwks: config.check_jwks,
-        jwks_url: config.jwks_url.clone(),
-        token_file: config.token_file.clone(),
-        proxy_skips_verify: config.proxy_skips_verify,
-        refuse_legacy_auth: config.refuse_legacy_auth,
-        one_issuer: matches!(config.targets.as_slice(), [Target::Issuer { .. }]),
-        refuse_private_addresses: config.refuse_private_addresses,
-    });
-    let schedule = Schedule {
-        deadline: started + config.timeout,
-        interval: config.interval,
-        attempt_timeout: config.attempt_timeout,
-        max_attempts: config.max_attempts,
-        successes: config.successes,
-        start_spread: if once { Duration::ZERO } else { config.interval.min(config.timeout / 10) },
-    };
+fn launch(config: &Arc<Config>, started: Instant, tx: Sender<Event>) -> anyhow::Result<Vec<Prober>> {
+    let client = Arc::new(HttpClient::new(&config.network).context("cannot set up TLS verification")?);
+    let checks = Arc::new(config.checks.clone());
+    let schedule = Schedule::starting_at(started, config.timing);
     let mut probers = Vec::with_capacity(config.targets.len());
     for (index, target) in config.targets.iter().cloned().enumerate() {
         let label = report::label(config, &target);
-        let (interval, tx) = (config.interval, tx.clone());
+        let (interval, tx) = (config.timing.interval, tx.clone());
         let prober = Prober::new(client.clone(), target, checks.clone());
         probers.push(prober.clone());
         std::thread::Builder::new()

@@ -11,7 +11,7 @@
 //!
 //! 1. url, human, progress, token — URL handling; durations for people; a fetch's stage; the token file
 //! 2. rules — the document rules by specification: authorization server, protected resource, JWK Set (pure)
-//! 3. cli, config — the command line, and the validated settings (with the `--connect-to` rules)
+//! 3. settings, config — every setting in one table; the validated configuration, read in one pass
 //! 4. net — the network: TLS, proxies, one bounded, verified GET
 //! 5. probe — one attempt and its failure class
 //! 6. wait — deadline, budget and pacing on an injected clock
@@ -21,7 +21,6 @@
 #![warn(unreachable_pub)]
 
 mod app;
-mod cli;
 mod config;
 #[doc(hidden)]
 pub mod fuzz_checks;
@@ -31,6 +30,7 @@ mod probe;
 mod progress;
 mod report;
 pub mod rules;
+mod settings;
 mod token;
 pub mod url;
 mod wait;

@@ -2,7 +2,6 @@
 //! termination message and the `--once` summary. Lines are written for people reading
 //! `kubectl logs` on a bad morning: what failed, why, and how long the gate will still wait.
 
-use crate::config::ProxySettings;
 use crate::config::{Config, ConfigError, Notice, Output, RunMode, Target, TerminationLog};
 use crate::human::secs;
 use crate::probe::{Failure, Ready, ServerReady};
@@ -146,7 +145,7 @@ fn not_ready_reason(r: &IssuerResult<'_>, config: &Config, elapsed: Duration) ->
     match (r.verdict, r.stopped) {
         (Some(Verdict::Ready), _) => "ready".into(),
         (Some(Verdict::DeadlineReached), _) | (None, Stopped::Deadline) => {
-            format!("timeout of {} used up", secs(config.timeout))
+            format!("timeout of {} used up", secs(config.timing.timeout))
         }
         (Some(Verdict::AttemptsExhausted), _) => format!("all {} attempt(s) used", r.tally.attempts),
         (Some(Verdict::Conclusive), _) => "certificate rejected, a check oauth2-proxy skips".into(),
@@ -170,21 +169,14 @@ pub(crate) fn usage_error(e: &ConfigError) -> i32 {
 }
 
 /// `--dry-run`: the effective settings on stdout, exit 0.
-pub(crate) fn dry_run(config: &Config, proxies: &ProxySettings, notices: &[Notice]) -> i32 {
-    let _ = std::io::stdout().write_all(settings_summary(config, proxies, notices).as_bytes());
+pub(crate) fn dry_run(config: &Config, notices: &[Notice]) -> i32 {
+    let _ = std::io::stdout().write_all(settings_summary(config, notices).as_bytes());
     0
 }
 
 /// What is worth saying before the first attempt: the configuration's notices, variables that
 /// no flag reads, and a signal handler that could not be installed.
-pub(crate) fn startup(
-    notices: &[Notice],
-    unknown: Vec<(String, Option<&'static str>)>,
-    signals: Option<anyhow::Error>,
-) {
-    for (name, suggestion) in unknown {
-        log::warn!("{}", ConfigError::UnknownVariable { name, suggestion });
-    }
+pub(crate) fn startup(notices: &[Notice], signals: Option<anyhow::Error>) {
     for notice in notices {
         match notice {
             Notice::Warning(w) => log::warn!("{w}"),
@@ -197,7 +189,7 @@ pub(crate) fn startup(
 }
 
 /// The effective settings, for `--dry-run`.
-fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]) -> String {
+fn settings_summary(config: &Config, notices: &[Notice]) -> String {
     let mut out = String::from("configuration is valid\n");
     for t in &config.targets {
         let urls = first_urls(t, config);
@@ -212,29 +204,30 @@ fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]
             out.push_str(&format!("  metadata      {}\n", url::redact(u)));
         }
         if let Some(parts) = urls.first().and_then(|u| url::split(u).ok()) {
-            let via = proxies.for_url(&parts).map_or("direct".to_string(), |p| format!("proxy {}", p.display));
+            let via =
+                config.network.proxies.for_url(&parts).map_or("direct".to_string(), |p| format!("proxy {}", p.display));
             out.push_str(&format!("  connect       {via}\n"));
         }
         if matches!(t, Target::Resource { .. }) {
             out.push_str("  then          each authorization server it lists, by auto discovery\n");
         }
     }
-    if let Some(jwks) = &config.jwks_url {
+    if let Some(jwks) = &config.checks.jwks_url {
         out.push_str(&format!("jwks            {} (instead of jwks_uri)\n", url::redact(jwks)));
     }
-    let r = &config.rules;
+    let r = &config.checks.rules;
     out.push_str(&format!(
         "rules           {}{}{}\n",
         r.kind.as_str(),
         if r.strict { ", strict" } else { "" },
         if r.skip_issuer_check { ", issuer check skipped" } else { "" }
     ));
-    if config.refuse_private_addresses {
+    if config.checks.refuse_private_addresses {
         out.push_str(
             "addresses       loopback, private, link-local and CGNAT ones refused, as SSRF-guarded clients do\n",
         );
     }
-    let trust = &config.trust;
+    let trust = &config.network.trust;
     if trust.mozilla {
         out.push_str("trust           Mozilla's roots\n");
     }
@@ -243,10 +236,10 @@ fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]
     }
     out.push_str(&format!(
         "timing          timeout {}, interval {}, attempt timeout {}, max attempts {}\n",
-        secs(config.timeout),
-        secs(config.interval),
-        secs(config.attempt_timeout),
-        config.max_attempts.map_or("unlimited".to_string(), |n| n.to_string())
+        secs(config.timing.timeout),
+        secs(config.timing.interval),
+        secs(config.timing.attempt_timeout),
+        config.timing.max_attempts.map_or("unlimited".to_string(), |n| n.to_string())
     ));
     out.push_str(&format!(
         "when not ready  {}\n",
@@ -266,7 +259,7 @@ fn settings_summary(config: &Config, proxies: &ProxySettings, notices: &[Notice]
 fn first_urls(target: &Target, config: &Config) -> Vec<String> {
     match target {
         Target::Issuer { issuer, discovery_url } => {
-            authorization_server::candidates(issuer, config.rules.kind, discovery_url.as_deref())
+            authorization_server::candidates(issuer, config.checks.rules.kind, discovery_url.as_deref())
                 .into_iter()
                 .map(|c| c.url)
                 .collect()
@@ -429,7 +422,7 @@ impl<'a> IssuerSummary<'a> {
             metadata_url: passed
                 .and_then(|p| p.resource_metadata.as_ref().or(p.servers.first().map(|s| &s.url)))
                 .map(|u| url::redact(u)),
-            jwks_url: config.jwks_url.as_deref().map(url::redact),
+            jwks_url: config.checks.jwks_url.as_deref().map(url::redact),
             ready,
             verdict: match (r.verdict, r.stopped) {
                 (Some(Verdict::Ready), _) => "ready",

@@ -2,7 +2,7 @@
 //!
 //! The clock, the sleeper and the attempt itself are injected, so the rules below are tested
 //! with a virtual clock and no real sleeping:
-//! - the first attempt starts after a random part of [`Schedule::start_spread`] (see there);
+//! - the first attempt starts after a random part of `Timing::start_spread` (why: [`first_delay`]);
 //! - no attempt budget and no pause reaches past the deadline, and no later attempt is started
 //!   with less than [`MIN_ATTEMPT`] to run;
 //! - a refused connection is retried after about [`FAST_RETRY`]: it costs the provider nothing,
@@ -15,6 +15,7 @@
 //!   part of the interval so that gates told the same moment do not all return at it;
 //! - a failure that retrying cannot change ([`Failure::conclusive`]) ends the wait at once.
 
+use crate::config::Timing;
 use crate::probe::{Failure, FailureClass, Ready};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -104,33 +105,17 @@ impl Jitter {
     }
 }
 
-/// When to stop and how to pace.
+/// When to stop and how to pace: the configured [`Timing`] from a start.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Schedule {
     pub(crate) deadline: Instant,
-    /// The first attempt starts after a random part of this. A whole-cluster cold boot starts
-    /// hundreds of gates within a second; if each made its first attempt at once, they would
-    /// hit the provider in one burst (100 gates started within 0.16 s: 7.8 times the mean load
-    /// in the busiest 100 ms, measured), and the narrow 80-100 % pauses keep them bunched for a
-    /// long time after (their spread grows by only about 0.06·√k s after k pauses).
-    ///
-    /// Spreading only the first *pause* leaves the first round a burst. A uniform first delay
-    /// is nearly as good as it gets, but the second round (which starts 80 % of an interval
-    /// in) lands on the tail of the first: 36 % more than the mean load from 0.75 to 1 s in
-    /// the test `a_herd_starts_spread_over_the_start_spread` (at 100 gates it is lost in the
-    /// noise: 1.65 against 1.64 times, measured). So the delay is drawn from the pause's
-    /// *equilibrium* distribution, the time to the next attempt of a gate that had been polling
-    /// for ever (see [`first_delay`]): the herd's load is then flat from its first request on and
-    /// only the noise of independent clients is left. The price is the delay before a first
-    /// attempt that would have passed (0.45 s on average with the defaults, less than a uniform
-    /// one's 0.5 s), so it is at most one interval, at most a tenth of the timeout, and none for
-    /// `--once`.
-    pub(crate) start_spread: Duration,
-    pub(crate) interval: Duration,
-    pub(crate) attempt_timeout: Duration,
-    pub(crate) max_attempts: Option<u32>,
-    /// Consecutive passing attempts required (at least 1).
-    pub(crate) successes: u32,
+    pub(crate) timing: Timing,
+}
+
+impl Schedule {
+    pub(crate) fn starting_at(started: Instant, timing: Timing) -> Schedule {
+        Schedule { deadline: started + timing.timeout, timing }
+    }
 }
 
 /// How the wait ended.
@@ -182,6 +167,24 @@ pub(crate) struct AttemptReport<'a> {
     pub(crate) next: Next,
 }
 
+/// The first attempt starts after a random part of the start spread. A whole-cluster cold boot starts
+/// hundreds of gates within a second; if each made its first attempt at once, they would
+/// hit the provider in one burst (100 gates started within 0.16 s: 7.8 times the mean load
+/// in the busiest 100 ms, measured), and the narrow 80-100 % pauses keep them bunched for a
+/// long time after (their spread grows by only about 0.06·√k s after k pauses).
+///
+/// Spreading only the first *pause* leaves the first round a burst. A uniform first delay
+/// is nearly as good as it gets, but the second round (which starts 80 % of an interval
+/// in) lands on the tail of the first: 36 % more than the mean load from 0.75 to 1 s in
+/// the test `a_herd_starts_spread_over_the_start_spread` (at 100 gates it is lost in the
+/// noise: 1.65 against 1.64 times, measured). So the delay is drawn from the pause's
+/// *equilibrium* distribution, the time to the next attempt of a gate that had been polling
+/// for ever (this function): the herd's load is then flat from its first request on and
+/// only the noise of independent clients is left. The price is the delay before a first
+/// attempt that would have passed (0.45 s on average with the defaults, less than a uniform
+/// one's 0.5 s), so it is at most one interval, at most a tenth of the timeout, and none for
+/// `--once`.
+///
 /// A draw from the equilibrium (forward-recurrence) distribution of the paced pause, scaled
 /// to `spread`. A pause is U(a, 1) intervals (a = `PACED_LOW`); the time from a random moment
 /// to the next attempt then has the density P(pause > x) / E[pause]: flat on [0, a), which
@@ -207,20 +210,20 @@ pub(crate) fn wait_until_ready(
     observe: &mut dyn FnMut(&AttemptReport<'_>, &Tally),
 ) -> (Verdict, Tally) {
     let mut tally = Tally::default();
-    let needed = schedule.successes.max(1);
-    let floor = MIN_ATTEMPT.min(schedule.attempt_timeout);
-    if !schedule.start_spread.is_zero() {
-        sleeper.sleep(first_delay(schedule.start_spread, jitter));
+    let needed = schedule.timing.successes.max(1);
+    let floor = MIN_ATTEMPT.min(schedule.timing.attempt_timeout);
+    if !schedule.timing.start_spread.is_zero() {
+        sleeper.sleep(first_delay(schedule.timing.start_spread, jitter));
     }
     loop {
         let left = schedule.deadline.saturating_duration_since(clock.now());
-        let budget = schedule.attempt_timeout.min(left.saturating_sub(UNWIND));
+        let budget = schedule.timing.attempt_timeout.min(left.saturating_sub(UNWIND));
         if budget.is_zero() {
             return (Verdict::DeadlineReached, tally);
         }
         let outcome = attempt(budget);
         tally.attempts += 1;
-        let paced = schedule.interval.mul_f64(jitter.between(PACED_LOW, 1.0));
+        let paced = schedule.timing.interval.mul_f64(jitter.between(PACED_LOW, 1.0));
         let (pause, retry_after) = match &outcome {
             Ok(ready) => {
                 tally.consecutive_successes += 1;
@@ -232,10 +235,12 @@ pub(crate) fn wait_until_ready(
                 *tally.failures.entry(failure.class).or_default() += 1;
                 tally.last_failure = Some(failure.clone());
                 match failure.retry_after {
-                    _ if failure.cheap => (FAST_RETRY.min(schedule.interval).mul_f64(jitter.between(0.5, 1.0)), None),
+                    _ if failure.cheap => {
+                        (FAST_RETRY.min(schedule.timing.interval).mul_f64(jitter.between(0.5, 1.0)), None)
+                    }
                     Some(asked) if asked.min(RETRY_AFTER_CAP) > paced => {
                         let capped = asked.min(RETRY_AFTER_CAP);
-                        (capped + schedule.interval.mul_f64(jitter.between(0.0, 1.0)), Some(asked))
+                        (capped + schedule.timing.interval.mul_f64(jitter.between(0.0, 1.0)), Some(asked))
                     }
                     _ => (paced, None),
                 }
@@ -248,7 +253,7 @@ pub(crate) fn wait_until_ready(
             Some(Verdict::Ready)
         } else if outcome.as_ref().is_err_and(|f| f.conclusive) {
             Some(Verdict::Conclusive)
-        } else if schedule.max_attempts.is_some_and(|max| tally.attempts >= max) {
+        } else if schedule.timing.max_attempts.is_some_and(|max| tally.attempts >= max) {
             Some(Verdict::AttemptsExhausted)
         } else if room.is_zero() {
             Some(Verdict::DeadlineReached)
@@ -320,15 +325,24 @@ mod tests {
         }
     }
 
+    fn with(mut s: Schedule, change: impl FnOnce(&mut Timing)) -> Schedule {
+        change(&mut s.timing);
+        s
+    }
+
     fn schedule(time: &FakeTime, timeout_ms: u64) -> Schedule {
-        Schedule {
-            deadline: time.now() + Duration::from_millis(timeout_ms),
-            interval: Duration::from_secs(1),
-            attempt_timeout: Duration::from_secs(5),
-            max_attempts: None,
-            successes: 1,
-            start_spread: Duration::ZERO,
-        }
+        let timeout = Duration::from_millis(timeout_ms);
+        Schedule::starting_at(
+            time.now(),
+            Timing {
+                timeout,
+                interval: Duration::from_secs(1),
+                attempt_timeout: Duration::from_secs(5),
+                max_attempts: None,
+                successes: 1,
+                start_spread: Duration::ZERO,
+            },
+        )
     }
 
     /// Runs a wait where each attempt takes `cost` and fails with `failure` until `ready_at`.
@@ -392,7 +406,7 @@ mod tests {
                 let time = FakeTime::new();
                 let timeout = Duration::from_secs(timeout_s);
                 let start_spread = Duration::from_secs(1).min(timeout / 10);
-                let s = Schedule { start_spread, ..schedule(&time, timeout_s * 1_000) };
+                let s = with(schedule(&time, timeout_s * 1_000), |t| t.start_spread = start_spread);
                 let t = time.clone();
                 let mut attempt = |budget: Duration| {
                     t.advance(if hangs { budget } else { Duration::from_millis(3) });
@@ -448,7 +462,7 @@ mod tests {
         let mut buckets = [0u32; 20];
         for seed in 1..=400 {
             let time = FakeTime::new();
-            let s = Schedule { start_spread: Duration::from_secs(1), ..schedule(&time, 6_000) };
+            let s = with(schedule(&time, 6_000), |t| t.start_spread = Duration::from_secs(1));
             let t = time.clone();
             let mut first = None;
             let mut attempt = |_| {
@@ -483,7 +497,7 @@ mod tests {
     #[test]
     fn attempt_budget_ends_the_wait_first_when_smaller() {
         let time = FakeTime::new();
-        let s = Schedule { max_attempts: Some(3), ..schedule(&time, 60_000) };
+        let s = with(schedule(&time, 60_000), |t| t.max_attempts = Some(3));
         let (v, tally, _) = run(&time, s, Duration::from_millis(1), status_503(), Duration::MAX);
         assert_eq!((v, tally.attempts), (Verdict::AttemptsExhausted, 3));
         assert_eq!(tally.failures[&FailureClass::HttpStatus], 3);
@@ -493,7 +507,7 @@ mod tests {
     #[test]
     fn consecutive_successes_are_required() {
         let time = FakeTime::new();
-        let s = Schedule { successes: 3, ..schedule(&time, 60_000) };
+        let s = with(schedule(&time, 60_000), |t| t.successes = 3);
         let (v, tally, _) = run(&time, s, Duration::from_millis(1), status_503(), Duration::from_millis(1_500));
         assert_eq!(v, Verdict::Ready);
         assert_eq!(tally.consecutive_successes, 3);
@@ -515,7 +529,7 @@ mod tests {
     #[test]
     fn a_short_attempt_timeout_lowers_the_floor() {
         let time = FakeTime::new();
-        let s = Schedule { attempt_timeout: Duration::from_millis(50), ..schedule(&time, 1_000) };
+        let s = with(schedule(&time, 1_000), |t| t.attempt_timeout = Duration::from_millis(50));
         let refused = Failure { cheap: true, ..Failure::new(FailureClass::Connect, "refused") };
         let (_, _, starts) = run(&time, s, Duration::from_millis(1), refused, Duration::MAX);
         let (last_start, last_budget) = *starts.last().unwrap();

@@ -2,6 +2,7 @@
 //! variable and says what would be right. All of them exit 2.
 
 use super::{CaFileProblem, ConnectToProblem, Source};
+use crate::settings::Id;
 use crate::token::TokenProblem;
 use crate::url;
 use std::fmt;
@@ -65,11 +66,19 @@ impl fmt::Display for Conflict {
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ConfigError::MissingIssuer { empty_env } => write!(
-                f,
-                "no issuer given: pass --issuer https://sso.example.com/realms/NAME or set WAIT_FOR_IDP_ISSUER (or oauth2-proxy's OAUTH2_PROXY_OIDC_ISSUER_URL), or --resource for a protected resource{}",
-                if *empty_env { " (it is set but empty)" } else { "" }
-            ),
+            ConfigError::MissingIssuer { empty_env } => {
+                let issuer = Id::Issuer.setting();
+                write!(
+                    f,
+                    "no issuer given: pass --{} https://sso.example.com/realms/NAME or set {} (or oauth2-proxy's {}), or \
+                     {} for a protected resource{}",
+                    issuer.flag,
+                    issuer.env.unwrap_or_default(),
+                    issuer.fallback.unwrap_or_default(),
+                    Id::Resource.flag(),
+                    if *empty_env { " (it is set but empty)" } else { "" }
+                )
+            }
             ConfigError::InvalidUrl { source, value, problem } => {
                 write!(f, "{source}: '{}' {problem}", url::redact(value))
             }

@@ -5,22 +5,27 @@
 //! often render empty values). The environment is injected, so tests need not touch the process's.
 
 use super::ConfigError;
-use crate::cli;
+use crate::settings::{Given, Id, Parser};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
 /// Where a setting came from, so that an error can point at it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Source {
-    Flag(&'static str),
+    Flag(Id),
     Env(&'static str),
+    /// Nothing set it: the table's default.
+    Default,
 }
 
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Source::Flag(id) => write!(f, "--{}", id.replace('_', "-")),
+            Source::Flag(id) => write!(f, "{}", id.flag()),
             Source::Env(name) => write!(f, "{name}"),
+            Source::Default => write!(f, "default"),
         }
     }
 }
@@ -39,19 +44,56 @@ impl Raw {
     }
 }
 
-/// Reads settings from the flags and an injected environment.
+/// A parsed value and the raw one it came from (`None`: nothing set it).
+pub(crate) type Sourced<T> = (T, Option<Raw>);
+
+/// Reads settings from the command line and an injected environment, by the precedence the
+/// table states: the flag, else its variable, else its oauth2-proxy fallback, else its default.
 pub(crate) struct Inputs<'a> {
+    pub(crate) given: &'a Given,
     pub(crate) env: &'a dyn Fn(&str) -> Option<String>,
+    /// Where each setting read so far came from, for `--dry-run` and the start-up line.
+    pub(crate) seen: RefCell<BTreeMap<Id, Source>>,
 }
 
 /// oauth2-proxy's issuer variable holds exactly one URL (the proxy reads it so), never a list.
-const SINGLE_URL_VARIABLE: &str = "OAUTH2_PROXY_OIDC_ISSUER_URL";
+fn single_url_variable() -> Option<&'static str> {
+    Id::Issuer.setting().fallback
+}
 
-impl Inputs<'_> {
-    /// The environment value of a flag's variable, if set and not empty; else its oauth2-proxy
+impl<'a> Inputs<'a> {
+    pub(crate) fn new(given: &'a Given, env: &'a dyn Fn(&str) -> Option<String>) -> Inputs<'a> {
+        Inputs { given, env, seen: RefCell::default() }
+    }
+
+    /// Where each setting that something set came from.
+    pub(crate) fn sources(&self) -> BTreeMap<Id, Source> {
+        self.seen.borrow().clone()
+    }
+
+    fn saw(&self, id: Id, source: Source) {
+        self.seen.borrow_mut().insert(id, source);
+    }
+
+    /// The environment value of a setting's variable, if set and not empty; else its oauth2-proxy
     /// fallback variable, if it has one.
-    fn env(&self, id: &'static str) -> Option<Raw> {
-        self.variable(cli::env_var(id)).or_else(|| cli::fallback_env_var(id).and_then(|name| self.variable(name)))
+    fn env(&self, id: Id) -> Option<Raw> {
+        let s = id.setting();
+        let raw =
+            s.env.and_then(|name| self.variable(name)).or_else(|| s.fallback.and_then(|name| self.variable(name)));
+        if let Some(raw) = &raw {
+            self.saw(id, raw.source);
+        }
+        raw
+    }
+
+    /// The command line's values for a setting, noted as its source when there are any.
+    fn flag(&self, id: Id) -> &[String] {
+        let values = self.given.get(id);
+        if !values.is_empty() {
+            self.saw(id, Source::Flag(id));
+        }
+        values
     }
 
     /// A variable by its name, if set and not empty: also those no flag stands for (Go's
@@ -65,27 +107,33 @@ impl Inputs<'_> {
         self.variable(name).map_or(Ok(false), |raw| parse_bool(&raw))
     }
 
-    /// Whether the flag's own variable is set but empty (worth saying when nothing else is set).
-    pub(crate) fn set_but_empty(&self, id: &'static str) -> bool {
-        (self.env)(cli::env_var(id)).is_some_and(|v| v.trim().is_empty())
+    /// Whether the setting's own variable is set but empty (worth saying when nothing else is set).
+    pub(crate) fn set_but_empty(&self, id: Id) -> bool {
+        id.setting().env.and_then(|name| (self.env)(name)).is_some_and(|v| v.trim().is_empty())
     }
 
-    pub(crate) fn single(&self, id: &'static str, flag: &Option<String>) -> Option<Raw> {
-        match flag {
+    pub(crate) fn single(&self, id: Id) -> Option<Raw> {
+        match self.flag(id).last() {
             Some(v) => Some(Raw { value: v.clone(), source: Source::Flag(id) }),
             None => self.env(id),
         }
     }
 
-    /// A repeatable flag; its variable holds a comma-separated list. oauth2-proxy's issuer
+    /// A single value, else the table's default (whose source is [`Source::Default`]).
+    fn single_or_default(&self, id: Id) -> Option<Raw> {
+        self.single(id).or_else(|| id.setting().default.map(|d| Raw { value: d.to_string(), source: Source::Default }))
+    }
+
+    /// A repeatable setting; its variable holds a comma-separated list. oauth2-proxy's issuer
     /// variable holds exactly one URL, taken as it is: the gate must check the value the proxy
     /// will use, spaces and commas included.
-    pub(crate) fn list(&self, id: &'static str, flag: &[String]) -> Vec<Raw> {
+    pub(crate) fn list(&self, id: Id) -> Vec<Raw> {
+        let flag = self.flag(id);
         if !flag.is_empty() {
             return flag.iter().map(|v| Raw { value: v.clone(), source: Source::Flag(id) }).collect();
         }
         match self.env(id) {
-            Some(raw) if raw.source == Source::Env(SINGLE_URL_VARIABLE) => vec![raw],
+            Some(raw) if Some(raw.source) == single_url_variable().map(Source::Env) => vec![raw],
             Some(raw) => raw
                 .value
                 .split(',')
@@ -97,14 +145,48 @@ impl Inputs<'_> {
         }
     }
 
-    pub(crate) fn switch(&self, id: &'static str, flag: bool) -> Result<bool, ConfigError> {
-        if flag {
+    pub(crate) fn switch(&self, id: Id) -> Result<bool, ConfigError> {
+        if !self.flag(id).is_empty() {
             return Ok(true);
         }
         match self.env(id) {
             None => Ok(false),
             Some(raw) => parse_bool(&raw),
         }
+    }
+
+    /// A duration setting, at least the table's minimum; its default if unset.
+    pub(crate) fn duration(&self, id: Id) -> Result<Sourced<Duration>, ConfigError> {
+        let min = match id.setting().parser {
+            Parser::Duration { min } => min,
+            other => unreachable!("{id:?} is read as a duration but the table says {other:?}"),
+        };
+        let raw = self.single_or_default(id).expect("a duration setting has a default");
+        Ok((parse_duration(&raw, min)?, Some(raw).filter(|r| r.source != Source::Default)))
+    }
+
+    /// A count setting: its default if it has one, else `None` (no limit).
+    pub(crate) fn count(&self, id: Id) -> Result<Sourced<Option<u32>>, ConfigError> {
+        let raw = self.single(id);
+        let parsed = match &raw {
+            Some(raw) => Some(parse_count(raw)?),
+            None => id.setting().default.map(|d| d.parse().expect("a count default is a number")),
+        };
+        Ok((parsed, raw))
+    }
+
+    /// One of the words the table lists, mapped to a value by `words` (in the table's order).
+    pub(crate) fn choice<T: Copy>(&self, id: Id, values: &[T]) -> Result<T, ConfigError> {
+        let Parser::Choice(words) = id.setting().parser else {
+            unreachable!("{id:?} is read as a choice but the table says otherwise")
+        };
+        let raw = self.single_or_default(id).expect("a choice setting has a default");
+        let word = raw.value.trim();
+        words
+            .iter()
+            .position(|w| *w == word)
+            .and_then(|i| values.get(i).copied())
+            .ok_or_else(|| raw.invalid(words.join(" or ")))
     }
 }
 
@@ -121,8 +203,7 @@ fn parse_bool(raw: &Raw) -> Result<bool, ConfigError> {
 const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// A positive duration with a unit, at least `min`.
-pub(crate) fn parse_duration(raw: Option<Raw>, default: Duration, min: Duration) -> Result<Duration, ConfigError> {
-    let Some(raw) = raw else { return Ok(default) };
+fn parse_duration(raw: &Raw, min: Duration) -> Result<Duration, ConfigError> {
     let d = humantime::parse_duration(raw.value.trim())
         .map_err(|_| raw.invalid("a positive duration with a unit, such as 500ms, 90s, 5m or 1h30m"))?;
     if d.is_zero() {
@@ -143,22 +224,9 @@ pub(crate) fn parse_duration(raw: Option<Raw>, default: Duration, min: Duration)
 }
 
 /// A whole number of at least 1.
-pub(crate) fn parse_count(raw: Option<&Raw>) -> Result<Option<u32>, ConfigError> {
-    let Some(raw) = raw else { return Ok(None) };
+fn parse_count(raw: &Raw) -> Result<u32, ConfigError> {
     match raw.value.trim().parse::<u32>() {
-        Ok(n) if n >= 1 => Ok(Some(n)),
+        Ok(n) if n >= 1 => Ok(n),
         _ => Err(raw.invalid("a whole number of at least 1 (leave it unset for no limit)")),
     }
-}
-
-/// One of a fixed set of words; `default` is one of them.
-pub(crate) fn parse_choice<T: Copy>(raw: Option<Raw>, default: &str, choices: &[(&str, T)]) -> Result<T, ConfigError> {
-    let word = raw.as_ref().map_or(default, |r| r.value.trim());
-    choices.iter().find(|(w, _)| *w == word).map(|(_, v)| *v).ok_or_else(|| {
-        let words: Vec<&str> = choices.iter().map(|(w, _)| *w).collect();
-        match &raw {
-            Some(raw) => raw.invalid(words.join(" or ")),
-            None => unreachable!("the default {default:?} is not among {words:?}"),
-        }
-    })
 }

@@ -1,11 +1,13 @@
 use super::*;
-use crate::cli;
+use crate::rules::authorization_server::MetadataKind;
+use crate::settings::{self, Given};
 use std::collections::HashMap;
 
 fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Loaded, ConfigError> {
     let env: HashMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let cli = cli::parse_from(std::iter::once("wait-for-idp").chain(args.iter().copied())).unwrap();
-    Config::from_cli(&cli, &|k| env.get(k).cloned())
+    let given = Given::parse_from(std::iter::once("wait-for-idp").chain(args.iter().copied())).unwrap();
+    let names: Vec<String> = env.keys().cloned().collect();
+    super::load(&given, &|k| env.get(k).cloned(), &names)
 }
 
 fn build(args: &[&str], env: &[(&str, &str)]) -> Result<Config, ConfigError> {
@@ -26,11 +28,11 @@ fn defaults() {
     let c = build(&["--issuer", "https://kc.example/realms/x"], &[]).unwrap();
     assert_eq!(c.targets[0], Target::Issuer { issuer: "https://kc.example/realms/x".into(), discovery_url: None });
     assert_eq!(
-        (c.timeout, c.interval, c.attempt_timeout),
-        (defaults::TIMEOUT, defaults::INTERVAL, defaults::ATTEMPT_TIMEOUT)
+        (c.timing.timeout, c.timing.interval, c.timing.attempt_timeout),
+        (Duration::from_secs(300), Duration::from_secs(1), Duration::from_secs(5))
     );
-    assert_eq!((c.rules.kind, c.output, c.successes), (MetadataKind::Oidc, Output::Text, 1));
-    assert_eq!(c.max_attempts, None);
+    assert_eq!((c.checks.rules.kind, c.output, c.timing.successes), (MetadataKind::Oidc, Output::Text, 1));
+    assert_eq!(c.timing.max_attempts, None);
     assert!(!c.fail_closed);
     assert!(!c.termination_log.create);
 }
@@ -46,11 +48,11 @@ fn env_vars_configure_everything_and_flags_win() {
         ("WAIT_FOR_IDP_INTERVAL", ""),
     ];
     let c = build(&["--timeout", "10s"], &env).unwrap();
-    assert_eq!(c.rules.kind, MetadataKind::OAuth);
-    assert_eq!(c.timeout, Duration::from_secs(10));
-    assert_eq!(c.interval, defaults::INTERVAL, "an empty variable counts as unset");
+    assert_eq!(c.checks.rules.kind, MetadataKind::OAuth);
+    assert_eq!(c.timing.timeout, Duration::from_secs(10));
+    assert_eq!(c.timing.interval, Duration::from_secs(1), "an empty variable counts as unset");
     assert!(c.fail_closed);
-    assert_eq!(c.max_attempts, Some(7));
+    assert_eq!(c.timing.max_attempts, Some(7));
 }
 
 #[test]
@@ -93,7 +95,7 @@ fn oauth2_proxy_variables_are_the_fallback() {
     ];
     let loaded = load(&[], &env).unwrap();
     assert_eq!(loaded.config.targets[0].name(), "https://sso.example.com/realms/x");
-    assert!(loaded.config.rules.skip_issuer_check);
+    assert!(loaded.config.checks.rules.skip_issuer_check);
     assert!(
         loaded
             .notices
@@ -108,8 +110,8 @@ fn oauth2_proxy_variables_are_the_fallback() {
 #[test]
 fn issue_5_settings() {
     let c = build(&["--issuer", "https://h", "--connect-to", "h:443:127.0.0.1:8443", "--successes", "3"], &[]).unwrap();
-    assert_eq!(c.connect_to.len(), 1);
-    assert_eq!(c.successes, 3);
+    assert_eq!(c.network.connect_to.len(), 1);
+    assert_eq!(c.timing.successes, 3);
     let e = err(&["--issuer", "https://h", "--connect-to", "h:443"], &[]);
     assert!(e.starts_with("--connect-to: 'h:443' expected HOST:PORT"), "{e}");
     let e = err(&["--issuer", "https://h", "--once", "--successes", "2"], &[]);
@@ -143,14 +145,14 @@ fn plain_http_is_allowed_with_a_warning() {
 #[test]
 fn once_is_one_attempt_and_fails_closed() {
     let loaded = load(&["--issuer", "https://h", "--once"], &[]).unwrap();
-    assert_eq!(loaded.config.max_attempts, Some(1));
+    assert_eq!(loaded.config.timing.max_attempts, Some(1));
     assert!(loaded.config.fail_closed);
     assert!(loaded.mode.once && !loaded.mode.dry_run && !loaded.mode.quiet);
 }
 
 #[test]
 fn help_shows_the_defaults_the_configuration_uses() {
-    let help = cli::command().render_long_help().to_string();
+    let help = settings::command().render_long_help().to_string();
     for shown in
         ["at least 100ms [default: 5m]", "[default: 1s]", "[default: 5s]", "[default: oidc]", "[default: text]"]
     {
@@ -164,10 +166,10 @@ fn resources_and_jwks_urls() {
     assert_eq!(c.targets, [Target::Resource { resource: "https://mcp.example/tenant/mcp".into() }]);
     let c = build(&["--issuer", "https://a", "--resource", "https://r"], &[("WAIT_FOR_IDP_METADATA", "auto")]).unwrap();
     assert_eq!(c.targets.len(), 2);
-    assert_eq!(c.rules.kind, MetadataKind::Auto);
+    assert_eq!(c.checks.rules.kind, MetadataKind::Auto);
     let c = build(&["--issuer", "https://k", "--jwks-url", "https://k/openid/v1/jwks"], &[]).unwrap();
-    assert!(c.check_jwks, "--jwks-url implies --check-jwks");
-    assert_eq!(c.jwks_url.as_deref(), Some("https://k/openid/v1/jwks"));
+    assert!(c.checks.check_jwks, "--jwks-url implies --check-jwks");
+    assert_eq!(c.checks.jwks_url.as_deref(), Some("https://k/openid/v1/jwks"));
     let e = err(&["--resource", "https://r", "--jwks-url", "https://k/jwks"], &[]);
     assert!(e.starts_with("--jwks-url names one issuer's document but 0 issuer(s) and 1 resource(s)"), "{e}");
     let e = err(&["--issuer", "https://a", "--resource", "https://r", "--discovery-url", "https://a/x"], &[]);
@@ -202,14 +204,14 @@ fn go_trust_variables_add_to_mozillas_roots() {
     let d = dir.path().display().to_string();
     let loaded =
         load(&["--issuer", "https://h"], &[("SSL_CERT_FILE", &pem), ("SSL_CERT_DIR", &format!(":{d}"))]).unwrap();
-    let trust = &loaded.config.trust;
+    let trust = &loaded.config.network.trust;
     assert!(trust.mozilla);
     assert_eq!(trust.roots.len(), 2, "the hash link is not a second copy");
     assert_eq!(trust.sources, [(Source::Env("SSL_CERT_FILE"), pem.clone(), 1), (Source::Env("SSL_CERT_DIR"), d, 1)]);
     assert!(loaded.notices.is_empty(), "{:?}", loaded.notices);
     let c = build(&["--issuer", "https://h", "--ca-file", &pem], &[]).unwrap();
-    assert!(c.trust.mozilla && !c.proxy_skips_verify);
-    assert_eq!(c.trust.sources, [(Source::Flag("ca_file"), pem, 1)]);
+    assert!(c.network.trust.mozilla && !c.checks.proxy_skips_verify);
+    assert_eq!(c.network.trust.sources, [(Source::Flag(settings::Id::CaFile), pem, 1)]);
 }
 
 #[test]
@@ -236,17 +238,17 @@ fn oauth2_proxy_ca_files_replace_the_system_pool_unless_told_otherwise() {
     let (_dir, pem) = pem_dir();
     let (files, missing) = (("OAUTH2_PROXY_PROVIDER_CA_FILES", pem.as_str()), ("SSL_CERT_FILE", "/nonexistent.pem"));
     let only = load(&["--issuer", "https://h"], &[files, missing]).unwrap();
-    assert!(!only.config.trust.mozilla, "no Mozilla roots: the proxy would reject what they sign");
-    assert_eq!(only.config.trust.sources, [(Source::Env(files.0), pem.clone(), 1)]);
+    assert!(!only.config.network.trust.mozilla, "no Mozilla roots: the proxy would reject what they sign");
+    assert_eq!(only.config.network.trust.sources, [(Source::Env(files.0), pem.clone(), 1)]);
     assert!(!only.notices.iter().any(|n| matches!(n, Notice::Warning(_))), "SSL_CERT_FILE is not read at all");
     assert!(notes(&only)[0].starts_with("trusting only the CA files in OAUTH2_PROXY_PROVIDER_CA_FILES"));
     let system = load(&["--issuer", "https://h"], &[files, missing, ("OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE", "true")]);
     let system = system.unwrap();
-    assert!(system.config.trust.mozilla && notes(&system).is_empty());
+    assert!(system.config.network.trust.mozilla && notes(&system).is_empty());
     assert!(matches!(&system.notices[0], Notice::Warning(w) if w.starts_with("SSL_CERT_FILE: '/nonexistent.pem'")));
     let own =
         build(&["--issuer", "https://h"], &[("WAIT_FOR_IDP_CA_FILE", &pem), ("OAUTH2_PROXY_PROVIDER_CA_FILES", "/x")]);
-    assert!(own.unwrap().trust.mozilla, "the gate's own CA files keep their meaning");
+    assert!(own.unwrap().network.trust.mozilla, "the gate's own CA files keep their meaning");
     let e = err(&["--issuer", "https://h"], &[files, ("OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE", "maybe")]);
     assert!(e.starts_with("OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE: 'maybe' is not valid; expected true or false"), "{e}");
 }
@@ -255,7 +257,7 @@ fn oauth2_proxy_ca_files_replace_the_system_pool_unless_told_otherwise() {
 fn a_proxy_that_skips_certificate_checks_is_named() {
     let skip = [("OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY", "true")];
     let loaded = load(&["--issuer", "https://h"], &skip).unwrap();
-    assert!(loaded.config.proxy_skips_verify);
+    assert!(loaded.config.checks.proxy_skips_verify);
     let w = warnings(&["--issuer", "https://h"], &skip);
     assert!(w[0].contains("oauth2-proxy skips certificate checks, the gate never does") && w[0].contains("--ca-file"));
     let e = err(&["--issuer", "https://h"], &[("OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY", "sure")]);

@@ -5,7 +5,7 @@
 //! certificate the proxy rejects must not pass the gate; one it accepts should.
 
 use super::{ConfigError, Notice, Raw, Source, files, inputs::Inputs};
-use crate::cli;
+use crate::settings::Id;
 use rustls::pki_types::CertificateDer;
 use std::path::Path;
 
@@ -45,7 +45,7 @@ pub(super) fn read(
 ) -> Result<TrustInputs, ConfigError> {
     let use_system = inputs.variable_switch(USE_SYSTEM_TRUST_STORE)?;
     let skip_verify = inputs.variable_switch(SKIP_VERIFY)?;
-    let proxy_files = cli::fallback_env_var("ca_file").map(Source::Env);
+    let proxy_files = Id::CaFile.setting().fallback.map(Source::Env);
     let only_files = !use_system && ca_files.first().is_some_and(|raw| Some(raw.source) == proxy_files);
     if only_files {
         notices.push(Notice::Note(format!(
@@ -56,7 +56,9 @@ pub(super) fn read(
     if skip_verify {
         notices.push(Notice::Warning(format!(
             "{SKIP_VERIFY} is true: oauth2-proxy skips certificate checks, the gate never does; give it the \
-             provider's CA with --ca-file (or WAIT_FOR_IDP_CA_FILE). A certificate it rejects ends the wait at once"
+             provider's CA with {} (or {}). A certificate it rejects ends the wait at once",
+            Id::CaFile.flag(),
+            Id::CaFile.setting().env.unwrap_or_default()
         )));
     }
     let system = (!only_files).then(|| (inputs.variable(CERT_FILE), inputs.variable(CERT_DIR)));

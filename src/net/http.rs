@@ -7,8 +7,8 @@
 //! [`Progress`], so that whoever gives up waiting on it can say where it hung.
 
 use super::tls::{self, TlsConnector, TlsSettings};
-use crate::config::ConnectTo;
 use crate::config::ProxySettings;
+use crate::config::{ConnectTo, Network};
 use crate::human::secs;
 use crate::progress::{Progress, Stage};
 use crate::url;
@@ -196,7 +196,10 @@ pub(crate) struct HttpClient {
 }
 
 impl HttpClient {
-    pub(crate) fn new(tls: TlsSettings, proxies: ProxySettings, connect_to: Vec<ConnectTo>) -> HttpClient {
+    /// The client for these network settings; fails only when the trusted certificates cannot
+    /// make a verifier.
+    pub(crate) fn new(network: &Network) -> Result<HttpClient, rustls::client::VerifierBuilderError> {
+        let tls = TlsSettings::new(&network.trust)?;
         let config = Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -206,7 +209,12 @@ impl HttpClient {
             .user_agent(concat!("wait-for-idp/", env!("CARGO_PKG_VERSION")))
             .accept("application/json")
             .build();
-        HttpClient { config, tls, proxies, connect_to: Arc::new(connect_to) }
+        Ok(HttpClient {
+            config,
+            tls,
+            proxies: network.proxies.clone(),
+            connect_to: Arc::new(network.connect_to.clone()),
+        })
     }
 
     fn agent(&self, progress: &Arc<Progress>) -> Agent {

@@ -8,6 +8,7 @@
 //! one of the trusted certificates beyond Mozilla's (the self-signed certificate people hand to
 //! oauth2-proxy's `--provider-ca-file`), still checked for its name and validity period.
 
+use crate::config::Trust;
 use crate::progress::{Progress, Stage};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ResolvesClientCert, WebPkiServerVerifier};
@@ -35,12 +36,10 @@ pub(crate) struct TlsSettings {
 impl TlsSettings {
     /// Mozilla's roots (when `mozilla`) plus `extra_roots` (already checked one by one when the
     /// configuration was read).
-    pub(crate) fn new(
-        mozilla: bool,
-        extra_roots: &[CertificateDer<'static>],
-    ) -> Result<TlsSettings, rustls::client::VerifierBuilderError> {
+    pub(crate) fn new(trust: &Trust) -> Result<TlsSettings, rustls::client::VerifierBuilderError> {
+        let extra_roots = &trust.roots;
         let provider = Arc::new(verify_only_provider());
-        let mozilla = if mozilla { webpki_roots::TLS_SERVER_ROOTS } else { &[] };
+        let mozilla = if trust.mozilla { webpki_roots::TLS_SERVER_ROOTS } else { &[] };
         let mut roots = RootCertStore { roots: mozilla.to_vec() };
         let (_added, _ignored) = roots.add_parsable_certificates(extra_roots.iter().cloned());
         let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build()?;

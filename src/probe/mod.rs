@@ -9,125 +9,26 @@
 //! decides when an attempt has timed out, abandons the fetch (it ends by itself soon after, on
 //! its own socket timeout), and names the link and the stage it hung in.
 
+mod failure;
 mod issuer;
 mod resource_chain;
 
-use crate::config::Target;
+pub(crate) use failure::{Failure, FailureClass, Link};
+use failure::{link_failure, moves_on, redirect_hint, refused_address, skipped_by_proxy, usable_body};
+
+use crate::config::{Checks, Target};
 use crate::net::http::{FetchError, Fetched, HttpClient};
-use crate::progress::{Progress, Stage};
+use crate::progress::Progress;
+use crate::rules::authorization_server::MetadataKind;
 use crate::rules::authorization_server::{self, Document};
-use crate::rules::authorization_server::{MetadataKind, Rules};
 use crate::token;
 use crate::url;
 use std::cell::Cell;
-use std::fmt;
+
 use std::net::IpAddr;
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Why an attempt did not pass. Ordered as a request progresses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum FailureClass {
-    Dns,
-    Connect,
-    Timeout,
-    Tls,
-    HttpStatus,
-    Body,
-    Json,
-    IssuerMismatch,
-    MissingField,
-    /// The protected resource's metadata is missing or does not name the resource and a server.
-    Resource,
-    Jwks,
-    Token,
-    /// A name resolved to an address SSRF-guarded clients refuse (`--refuse-private-addresses`).
-    PrivateAddress,
-}
-
-impl FailureClass {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            FailureClass::Dns => "dns",
-            FailureClass::Connect => "connect",
-            FailureClass::Timeout => "timeout",
-            FailureClass::Tls => "tls",
-            FailureClass::HttpStatus => "http-status",
-            FailureClass::Body => "body",
-            FailureClass::Json => "json",
-            FailureClass::IssuerMismatch => "issuer-mismatch",
-            FailureClass::MissingField => "missing-field",
-            FailureClass::Resource => "resource",
-            FailureClass::Jwks => "jwks",
-            FailureClass::Token => "token",
-            FailureClass::PrivateAddress => "private-address",
-        }
-    }
-}
-
-impl fmt::Display for FailureClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Which link of the chain an attempt was at.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum Link {
-    /// An authorization server's metadata (OIDC Discovery or RFC 8414).
-    #[default]
-    Metadata,
-    /// Its JWK Set.
-    Jwks,
-    /// A protected resource's metadata (RFC 9728), or the resource's own challenge.
-    ResourceMetadata,
-}
-
-impl Link {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Link::Metadata => "metadata",
-            Link::Jwks => "jwks",
-            Link::ResourceMetadata => "resource-metadata",
-        }
-    }
-}
-
-/// A failed attempt.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Failure {
-    pub(crate) class: FailureClass,
-    pub(crate) detail: String,
-    /// Retrying soon costs the provider nothing (the connection was refused outright), so the
-    /// gate may poll fast and notice readiness within a fraction of a second.
-    pub(crate) cheap: bool,
-    /// How long the provider asked to be left alone (`Retry-After` on a 429 or 503).
-    pub(crate) retry_after: Option<Duration>,
-    pub(crate) link: Link,
-    /// Retrying cannot change what the real client does: the wait ends with this failure.
-    pub(crate) conclusive: bool,
-}
-
-impl Failure {
-    pub(crate) fn new(class: FailureClass, detail: impl Into<String>) -> Failure {
-        Failure {
-            class,
-            detail: detail.into(),
-            cheap: false,
-            retry_after: None,
-            link: Link::Metadata,
-            conclusive: false,
-        }
-    }
-
-    fn at(mut self, link: Link, context: &str) -> Failure {
-        self.link = link;
-        self.detail.insert_str(0, context);
-        self
-    }
-}
 
 /// An authorization server that passed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -151,28 +52,6 @@ pub(crate) struct Ready {
     pub(crate) warnings: Vec<String>,
     /// Every name the attempt resolved, with its addresses.
     pub(crate) addresses: Vec<(String, Vec<IpAddr>)>,
-}
-
-/// What one attempt checks, beyond fetching.
-#[derive(Clone, Debug)]
-pub(crate) struct Checks {
-    pub(crate) rules: Rules,
-    pub(crate) check_jwks: bool,
-    /// Fetched instead of the document's `jwks_uri`.
-    pub(crate) jwks_url: Option<String>,
-    /// Re-read on every attempt: projected service-account tokens rotate.
-    pub(crate) token_file: Option<PathBuf>,
-    /// oauth2-proxy skips certificate checks (`OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY`), so a
-    /// certificate the gate rejects is a conclusive failure: the proxy would not wait for it.
-    pub(crate) proxy_skips_verify: bool,
-    /// `--refuse-legacy-auth`: a resource without protected resource metadata fails rather than
-    /// having its origin taken for its authorization server.
-    pub(crate) refuse_legacy_auth: bool,
-    /// The run waits for one `--issuer` and nothing else: `--discovery-url` and `--jwks-url`
-    /// can be given.
-    pub(crate) one_issuer: bool,
-    /// Fail where an SSRF-guarded client refuses a private address.
-    pub(crate) refuse_private_addresses: bool,
 }
 
 /// What the thread doing an attempt shares with the caller waiting for it: the link it is at
@@ -283,7 +162,7 @@ impl Prober {
         };
         let outcome = match &*self.target {
             Target::Issuer { issuer, discovery_url } => {
-                at.token_origins = self.token_origins(issuer, discovery_url.as_deref());
+                at.token_origins = token_origins(&self.checks, issuer, discovery_url.as_deref());
                 issuer::discover(&at, issuer, self.checks.rules.kind, discovery_url.as_deref(), "").map(|server| {
                     Ready {
                         resource_metadata: None,
@@ -297,14 +176,23 @@ impl Prober {
         };
         outcome.map(|ready| Ready { addresses: track.progress.resolved(), ..ready }).map_err(|f| at.asking(f))
     }
+}
 
-    /// The origins the bearer token may go to: where the issuer's metadata is fetched and the
-    /// `--jwks-url`, which the user named. Never a `jwks_uri` elsewhere, never a resource.
-    fn token_origins(&self, issuer: &str, discovery_url: Option<&str>) -> Vec<String> {
-        let candidates = authorization_server::candidates(issuer, self.checks.rules.kind, discovery_url);
-        let urls = candidates.iter().map(|c| c.url.as_str()).chain(self.checks.jwks_url.as_deref());
-        urls.filter_map(|u| url::split(u).ok().map(|p| p.origin())).collect()
-    }
+/// The origins the bearer token may go to when waiting for `issuer`: where its metadata is
+/// fetched (the `--discovery-url` if given, else the issuer's own well-known URLs) and the
+/// `--jwks-url`, which the user named. Never a `jwks_uri` the document names elsewhere, never a
+/// server a resource lists, never a redirect's target: a token for the API server must not
+/// reach whoever else a document points at.
+fn token_origins(checks: &Checks, issuer: &str, discovery_url: Option<&str>) -> Vec<String> {
+    let candidates = authorization_server::candidates(issuer, checks.rules.kind, discovery_url);
+    let urls = candidates.iter().map(|c| c.url.as_str()).chain(checks.jwks_url.as_deref());
+    urls.filter_map(|u| url::split(u).ok().map(|p| p.origin())).collect()
+}
+
+/// Whether a request to `to` may carry the token: its origin (scheme, host, port) is one of
+/// `origins`, exactly.
+fn carries_token(origins: &[String], to: &str) -> bool {
+    url::split(to).is_ok_and(|p| origins.contains(&p.origin()))
 }
 
 /// What the links of one attempt share: the client, the checks, the token and where it may go,
@@ -347,7 +235,7 @@ impl Attempt<'_> {
             headers.push(("mcp-protocol-version", MCP_PROTOCOL_VERSION.to_string()));
         }
         match &self.token {
-            Some(t) if url::split(to).is_ok_and(|p| self.token_origins.contains(&p.origin())) => {
+            Some(t) if carries_token(&self.token_origins, to) => {
                 headers.push(("authorization", format!("Bearer {t}")));
             }
             _ => {}
@@ -411,7 +299,7 @@ impl Attempt<'_> {
             failure.detail.push_str(redirect_hint(link, context.is_empty() && self.checks.one_issuer));
         }
         if rejected && self.checks.proxy_skips_verify {
-            failure.detail.push_str(SKIPPED_BY_PROXY);
+            failure.detail.push_str(&skipped_by_proxy());
             failure.conclusive = true;
         }
         failure
@@ -447,128 +335,56 @@ impl Attempt<'_> {
     }
 }
 
-/// What to do about a refused cross-origin redirect, naming the flag that reaches the link:
-/// `--discovery-url` for an issuer's metadata and `--jwks-url` for its keys (both only when the
-/// run waits for that one issuer, `own` here), `--resource` for the resource's metadata. A
-/// link a resource's metadata names is the resource's to fix: no flag reaches it.
-fn redirect_hint(link: Link, own: bool) -> &'static str {
-    match (link, own) {
-        (Link::Metadata, true) => "; point --discovery-url at the final location",
-        (Link::Jwks, true) => "; point --jwks-url at the final location",
-        (Link::ResourceMetadata, _) => "; if the resource itself lives there, give that URL as --resource",
-        (Link::Metadata, false) => {
-            "; serve the metadata on the issuer's own origin (--discovery-url takes a single --issuer, no --resource)"
-        }
-        (Link::Jwks, false) => {
-            "; serve the keys where jwks_uri says (--jwks-url takes a single --issuer, no --resource)"
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::authorization_server::Rules;
+
+    fn checks(kind: MetadataKind, jwks_url: Option<&str>) -> Checks {
+        Checks {
+            rules: Rules { kind, strict: false, skip_issuer_check: false },
+            check_jwks: jwks_url.is_some(),
+            jwks_url: jwks_url.map(str::to_string),
+            token_file: None,
+            proxy_skips_verify: false,
+            refuse_legacy_auth: false,
+            one_issuer: true,
+            refuse_private_addresses: false,
         }
     }
-}
 
-/// With `--refuse-private-addresses`: the first name resolved to an address an SSRF-guarded
-/// client refuses, named with the address, its range and the client setting that allows it.
-fn refused_address(resolved: &[(String, Vec<IpAddr>)]) -> Option<String> {
-    let (host, ip, range) = resolved
-        .iter()
-        .find_map(|(host, ips)| ips.iter().find_map(|ip| url::private_range(*ip).map(|r| (host, ip, r))))?;
-    Some(format!(
-        "{host} resolves to {ip}, a {range} address: an SSRF-guarded client refuses it (ToolHive: \"the provided \
-         URL redirects to a private IP address, which is not allowed\"; its --jwks-allow-private-ip allows it), \
-         and --refuse-private-addresses has the gate do the same"
-    ))
-}
-
-/// Said of a certificate the gate rejects while oauth2-proxy would not check it.
-const SKIPPED_BY_PROXY: &str = "; oauth2-proxy skips this check (OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY=true), the \
-    gate never does, so waiting cannot help: give the gate the provider's CA with --ca-file PATH or WAIT_FOR_IDP_CA_FILE";
-
-/// A failure while fetching one link of the chain: its class comes from the transport, except
-/// that anything going wrong with the keys is class `jwks`, with the transport's class inside.
-fn link_failure(link: Link, context: &str, e: FetchError) -> Failure {
-    let failure = fetch_failure(e);
-    let failure = match link {
-        Link::Jwks => {
-            Failure { class: FailureClass::Jwks, detail: format!("{}: {}", failure.class, failure.detail), ..failure }
+    #[test]
+    fn the_token_goes_to_the_issuers_own_origin_only() {
+        let origins = token_origins(&checks(MetadataKind::Oidc, None), "https://kubernetes.default.svc", None);
+        assert!(carries_token(&origins, "https://kubernetes.default.svc/.well-known/openid-configuration"));
+        assert!(carries_token(&origins, "https://kubernetes.default.svc/openid/v1/jwks"), "the same origin's keys");
+        assert!(carries_token(&origins, "https://kubernetes.default.svc:443/x"), "the default port is the same origin");
+        for elsewhere in [
+            "http://kubernetes.default.svc/openid/v1/jwks",
+            "https://kubernetes.default.svc:8443/openid/v1/jwks",
+            "https://kubernetes.default.svc.evil.example/openid/v1/jwks",
+            "https://evil.example/kubernetes.default.svc",
+            "https://user@kubernetes.default.svc.evil.example/",
+            "not a url",
+        ] {
+            assert!(!carries_token(&origins, elsewhere), "{elsewhere}");
         }
-        Link::Metadata | Link::ResourceMetadata => failure,
-    };
-    failure.at(link, context)
-}
-
-/// A transport failure's class; its detail is the error's own message.
-fn fetch_failure(e: FetchError) -> Failure {
-    let class = match &e {
-        FetchError::Dns { .. } | FetchError::TimedOut { stage: Stage::Resolving, .. } => FailureClass::Dns,
-        FetchError::TimedOut { .. } => FailureClass::Timeout,
-        FetchError::Refused { .. } | FetchError::Connect(_) => FailureClass::Connect,
-        FetchError::Tls { .. } | FetchError::ClientCertificateRequired { .. } | FetchError::TlsOther(_) => {
-            FailureClass::Tls
-        }
-        FetchError::Redirect(_) => FailureClass::HttpStatus,
-        FetchError::Body(_) | FetchError::Protocol(_) => FailureClass::Body,
-    };
-    let cheap = matches!(e, FetchError::Refused { .. });
-    Failure { cheap, ..Failure::new(class, e.to_string()) }
-}
-
-/// Whether MCP clients pass over a URL that answered `status` for the next in their order: a
-/// client error or a redirect returned unfollowed (the TypeScript SDK 1.32.2 goes on for any
-/// status below 500: `discoverAuthorizationServerMetadata`, `shouldAttemptFallback`), and a 502,
-/// which a reverse proxy answers for a path it does not route, unless `last` (typescript-sdk PR
-/// #1632, merged for the 2.x line; 1.32.2 still stops there). Every other 5xx ends the attempt,
-/// as 1.32.2 throws on it: the server is there but not serving, and the gate waits.
-pub(crate) fn moves_on(status: u16, last: bool) -> bool {
-    (300..500).contains(&status) || (status == 502 && !last)
-}
-
-/// A response that is not `200`: class `http-status`, with the provider's `Retry-After` kept.
-fn status_failure(fetched: &Fetched) -> Failure {
-    let mut failure = Failure::new(FailureClass::HttpStatus, status_detail(fetched));
-    if matches!(fetched.status, 429 | 503) {
-        failure.retry_after =
-            fetched.retry_after.as_deref().and_then(|v| crate::net::http::retry_after(v, std::time::SystemTime::now()));
     }
-    failure
-}
 
-fn status_detail(fetched: &Fetched) -> String {
-    let reason = ureq::http::StatusCode::from_u16(fetched.status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
-    let excerpt = authorization_server::printable_excerpt(&fetched.body, 100);
-    let hint = match fetched.status {
-        404 => {
-            " (Keycloak answers 404 until the realm is imported; check the realm or application name if it persists)"
-        }
-        429 => " (rate-limited)",
-        502..=504 => " (a gateway in front of a provider that is not serving yet)",
-        401 | 403 => {
-            " (metadata is normally public: check the path, and that the realm, tenant or application exists and is \
-             enabled; the Kubernetes API server's issuer needs --token-file; a gateway or network policy may be in \
-             the way)"
-        }
-        _ => "",
-    };
-    let mut detail = format!("HTTP {} {reason} from {}{hint}", fetched.status, url::redact(&fetched.url));
-    if !excerpt.is_empty() {
-        detail.push_str(&format!(": {excerpt:?}"));
+    #[test]
+    fn a_discovery_url_moves_the_token_there_and_a_jwks_url_adds_its_origin() {
+        let at = "https://kc.auth.svc:8443/realms/main/.well-known/openid-configuration";
+        let origins = token_origins(&checks(MetadataKind::Oidc, None), "https://sso.example/realms/main", Some(at));
+        assert_eq!(origins, ["https://kc.auth.svc:8443"], "origins carry their port");
+        assert!(!carries_token(&origins, "https://sso.example/realms/main/protocol/openid-connect/certs"));
+        let keys = "https://kubernetes.default.svc/openid/v1/jwks";
+        let origins = token_origins(&checks(MetadataKind::Oidc, Some(keys)), "https://issuer.example", None);
+        assert_eq!(origins, ["https://issuer.example:443", "https://kubernetes.default.svc:443"]);
     }
-    detail
-}
 
-/// The body of a response that counts: a `200` whose body is as sent. Anything else is class
-/// `http-status` (keeping the provider's `Retry-After`) or `body`, whichever link it came from.
-fn usable_body(fetched: &Fetched) -> Result<&[u8], Failure> {
-    if fetched.status != 200 {
-        return Err(status_failure(fetched));
+    #[test]
+    fn auto_discovery_keeps_the_token_on_the_issuers_origin() {
+        let origins = token_origins(&checks(MetadataKind::Auto, None), "https://sso.example/tenant", None);
+        assert!(origins.iter().all(|o| o == "https://sso.example:443"), "{origins:?}");
     }
-    if let Some(encoding) = &fetched.content_encoding {
-        return Err(Failure::new(FailureClass::Body, unasked_encoding(encoding)));
-    }
-    Ok(&fetched.body)
-}
-
-fn unasked_encoding(encoding: &str) -> String {
-    format!(
-        "the body is {encoding}-encoded although the gate asked for no encoding (it sends no Accept-Encoding); \
-         a server or proxy that compresses regardless breaks clients that do the same"
-    )
 }

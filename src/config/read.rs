@@ -1,0 +1,248 @@
+//! The one pass from the command line and the environment to a [`Loaded`] configuration.
+
+use super::inputs::{Inputs, Sourced};
+use super::{
+    Checks, Config, ConfigError, Conflict, ConnectTo, Loaded, Network, Notice, Output, ProxySettings, Raw, RunMode,
+    Source, Target, TerminationLog, Timing, files, trust,
+};
+use crate::rules::authorization_server::{MetadataKind, Rules};
+use crate::settings::{self, Given, Id};
+use crate::url;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Builds the configuration from the parsed command line, an environment lookup and the names of
+/// the variables set (for the unknown-name check).
+pub(crate) fn load(
+    given: &Given,
+    env: &dyn Fn(&str) -> Option<String>,
+    names: &[String],
+) -> Result<Loaded, ConfigError> {
+    let inputs = Inputs::new(given, env);
+    let mut notices = unknown_variables(names, !given.get(Id::DryRun).is_empty())?;
+    let values = Values::read(&inputs, &mut notices)?;
+    values.check_conflicts()?;
+    let trust = trust::load(&values.trust, &mut notices)?;
+    if let Some(raw) = &values.token_file {
+        files::check_token_file(raw)?;
+    }
+    let proxies = ProxySettings::from_env(env)?;
+    Ok(values.into_loaded(trust, proxies, notices))
+}
+
+/// `WAIT_FOR_IDP_*` names no setting reads: an error under `--dry-run` (which exists to catch
+/// such mistakes), a warning otherwise (a typo must not keep a workload from starting).
+fn unknown_variables(names: &[String], dry_run: bool) -> Result<Vec<Notice>, ConfigError> {
+    let unknown = settings::unknown_variables(names.iter().cloned());
+    let mut notices = Vec::new();
+    for (name, suggestion) in unknown {
+        let problem = ConfigError::UnknownVariable { name, suggestion };
+        if dry_run {
+            return Err(problem);
+        }
+        notices.push(Notice::Warning(problem.to_string()));
+    }
+    Ok(notices)
+}
+
+/// Every setting read and parsed, with the raw values that conflicts are reported against.
+struct Values {
+    issuers: Vec<Raw>,
+    resources: Vec<Raw>,
+    discovery_url: Option<Raw>,
+    jwks_url: Option<Raw>,
+    rules: Rules,
+    trust: trust::TrustInputs,
+    timeout: Duration,
+    interval: Duration,
+    attempt_timeout: Duration,
+    max_attempts: Sourced<Option<u32>>,
+    successes: Sourced<Option<u32>>,
+    fail_closed: bool,
+    connect_to: Vec<ConnectTo>,
+    token_file: Option<Raw>,
+    check_jwks: bool,
+    refuse_legacy_auth: bool,
+    refuse_private_addresses: bool,
+    output: Output,
+    termination_log: TerminationLog,
+    mode: RunMode,
+    sources: BTreeMap<Id, Source>,
+}
+
+impl Values {
+    /// Step 1: each value by precedence (flag, variable, fallback, default), parsed.
+    fn read(inputs: &Inputs<'_>, notices: &mut Vec<Notice>) -> Result<Values, ConfigError> {
+        let resources = read_urls(inputs.list(Id::Resource), notices)?;
+        let issuers = read_issuers(inputs, resources.is_empty(), notices)?;
+        let discovery_url = inputs.single(Id::DiscoveryUrl);
+        let jwks_url = inputs.single(Id::JwksUrl);
+        for raw in discovery_url.iter().chain(&jwks_url) {
+            check_url(raw, notices)?;
+        }
+        let rules = Rules {
+            kind: inputs.choice(Id::Metadata, &[MetadataKind::Oidc, MetadataKind::OAuth, MetadataKind::Auto])?,
+            strict: inputs.switch(Id::Strict)?,
+            skip_issuer_check: inputs.switch(Id::SkipIssuerCheck)?,
+        };
+        if rules.skip_issuer_check {
+            notices.push(Notice::Warning(format!(
+                "{}: a document announcing another issuer will be accepted",
+                Id::SkipIssuerCheck.flag()
+            )));
+        }
+        let once = inputs.switch(Id::Once)?;
+        let termination_log = match inputs.single(Id::TerminationLog) {
+            Some(raw) => TerminationLog { path: PathBuf::from(raw.value), create: true },
+            None => TerminationLog { path: PathBuf::from(settings::TERMINATION_LOG), create: false },
+        };
+        Ok(Values {
+            timeout: inputs.duration(Id::Timeout)?.0,
+            interval: inputs.duration(Id::Interval)?.0,
+            attempt_timeout: inputs.duration(Id::AttemptTimeout)?.0,
+            max_attempts: inputs.count(Id::MaxAttempts)?,
+            successes: inputs.count(Id::Successes)?,
+            fail_closed: once || inputs.switch(Id::FailClosed)?,
+            connect_to: read_connect_to(inputs)?,
+            token_file: inputs.single(Id::TokenFile),
+            check_jwks: jwks_url.is_some() || inputs.switch(Id::CheckJwks)?,
+            refuse_legacy_auth: inputs.switch(Id::RefuseLegacyAuth)?,
+            refuse_private_addresses: inputs.switch(Id::RefusePrivateAddresses)?,
+            output: inputs.choice(Id::Output, &[Output::Text, Output::Json])?,
+            termination_log,
+            mode: RunMode { once, dry_run: inputs.switch(Id::DryRun)?, quiet: inputs.switch(Id::Quiet)? },
+            trust: trust::read(inputs.list(Id::CaFile), inputs, notices)?,
+            sources: inputs.sources(),
+            issuers,
+            resources,
+            discovery_url,
+            jwks_url,
+            rules,
+        })
+    }
+
+    /// Step 2: settings that are each valid but cannot go together.
+    fn check_conflicts(&self) -> Result<(), ConfigError> {
+        let successes = self.successes.0.unwrap_or(1);
+        let max_attempts = self.max_attempts.0.zip(self.max_attempts.1.as_ref());
+        let one_issuer_only = self.discovery_url.iter().chain(&self.jwks_url).next();
+        let conflict = match (one_issuer_only, max_attempts) {
+            (Some(raw), _) if self.issuers.len() != 1 || !self.resources.is_empty() => Some(Conflict::NeedsOneIssuer {
+                source: raw.source,
+                issuers: self.issuers.len(),
+                resources: self.resources.len(),
+            }),
+            (_, Some((_, raw))) if self.mode.once => Some(Conflict::OnceWithMaxAttempts { source: raw.source }),
+            _ if self.mode.once && successes > 1 => Some(Conflict::OnceWithSuccesses {
+                source: self.successes.1.as_ref().map_or(Source::Flag(Id::Successes), |r| r.source),
+                successes,
+            }),
+            (_, Some((max, _))) if successes > max => Some(Conflict::SuccessesBeyondMaxAttempts { successes, max }),
+            _ => None,
+        };
+        conflict.map_or(Ok(()), |c| Err(ConfigError::Conflict(c)))
+    }
+
+    /// The configuration itself, once the files it names are loaded (step 3); `--once` is
+    /// applied here.
+    fn into_loaded(self, trust: super::Trust, proxies: ProxySettings, notices: Vec<Notice>) -> Loaded {
+        let discovery_url = self.discovery_url.map(|raw| raw.value);
+        let issuers = self
+            .issuers
+            .into_iter()
+            .map(|raw| Target::Issuer { issuer: raw.value, discovery_url: discovery_url.clone() });
+        let resources = self.resources.into_iter().map(|raw| Target::Resource { resource: raw.value });
+        let targets: Vec<Target> = issuers.chain(resources).collect();
+        let once = self.mode.once;
+        let config = Config {
+            checks: Checks {
+                rules: self.rules,
+                check_jwks: self.check_jwks,
+                jwks_url: self.jwks_url.map(|raw| raw.value),
+                token_file: self.token_file.map(|raw| PathBuf::from(raw.value)),
+                proxy_skips_verify: self.trust.skip_verify,
+                refuse_legacy_auth: self.refuse_legacy_auth,
+                one_issuer: matches!(targets.as_slice(), [Target::Issuer { .. }]),
+                refuse_private_addresses: self.refuse_private_addresses,
+            },
+            timing: Timing {
+                timeout: self.timeout,
+                interval: self.interval,
+                attempt_timeout: self.attempt_timeout,
+                max_attempts: if once { Some(1) } else { self.max_attempts.0 },
+                successes: self.successes.0.unwrap_or(1),
+                start_spread: if once { Duration::ZERO } else { self.interval.min(self.timeout / 10) },
+            },
+            network: Network { trust, proxies, connect_to: self.connect_to },
+            targets,
+            output: self.output,
+            fail_closed: self.fail_closed,
+            termination_log: self.termination_log,
+            sources: self.sources,
+        };
+        Loaded { config, mode: self.mode, notices }
+    }
+}
+/// The issuers, each checked, a repeated one kept once; at least one unless a resource is given.
+fn read_issuers(inputs: &Inputs<'_>, required: bool, notices: &mut Vec<Notice>) -> Result<Vec<Raw>, ConfigError> {
+    let issuers = read_urls(inputs.list(Id::Issuer), notices)?;
+    if issuers.is_empty() && required {
+        return Err(ConfigError::MissingIssuer { empty_env: inputs.set_but_empty(Id::Issuer) });
+    }
+    if let Some(Source::Env(name)) = issuers.first().map(|raw| raw.source) {
+        if Id::Issuer.setting().fallback == Some(name) {
+            notices.push(Notice::Note(format!("issuer read from {name} (oauth2-proxy's variable)")));
+        }
+    }
+    Ok(issuers)
+}
+
+/// URLs of a repeatable flag, each checked, a repeated one kept once (with a warning).
+fn read_urls(mut urls: Vec<Raw>, notices: &mut Vec<Notice>) -> Result<Vec<Raw>, ConfigError> {
+    let mut seen = std::collections::HashSet::new();
+    urls.retain(|raw| {
+        let first = seen.insert(raw.value.clone());
+        if !first {
+            let url = url::redact(&raw.value);
+            notices.push(Notice::Warning(format!("{}: {url} is given twice; it is polled once", raw.source)));
+        }
+        first
+    });
+    for raw in &urls {
+        check_url(raw, notices)?;
+    }
+    Ok(urls)
+}
+
+fn read_connect_to(inputs: &Inputs<'_>) -> Result<Vec<ConnectTo>, ConfigError> {
+    inputs
+        .list(Id::ConnectTo)
+        .into_iter()
+        .map(|raw| {
+            ConnectTo::parse(&raw.value).map_err(|problem| ConfigError::ConnectTo {
+                source: raw.source,
+                value: raw.value.clone(),
+                problem,
+            })
+        })
+        .collect()
+}
+
+/// Checks an issuer or discovery URL; plain http is allowed with a warning.
+fn check_url(raw: &Raw, notices: &mut Vec<Notice>) -> Result<(), ConfigError> {
+    let invalid = |problem| ConfigError::InvalidUrl { source: raw.source, value: raw.value.clone(), problem };
+    // Before any other complaint: a template's white space or braces are not the problem.
+    if raw.value.contains("{{") {
+        return Err(invalid(url::Problem::Template));
+    }
+    let parts = url::check_configured(&raw.value).map_err(invalid)?;
+    if parts.scheme == "http" {
+        notices.push(Notice::Warning(format!(
+            "{}: {} uses plain http: the metadata is not protected by TLS (acceptable only inside the cluster)",
+            raw.source,
+            url::redact(&raw.value)
+        )));
+    }
+    Ok(())
+}
