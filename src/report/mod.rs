@@ -8,7 +8,7 @@ use crate::human::secs;
 use crate::probe::{Ready, ServerReady};
 use crate::token;
 use crate::url;
-use crate::wait::{Tally, Verdict};
+use crate::wait::Verdict;
 use log::Level;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -16,10 +16,13 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 mod log_lines;
+mod outcome;
 mod settings;
 
 pub(crate) use log_lines::{LineThrottle, init_logging, label, log_attempt};
 use log_lines::{OUTCOME, failure_counts};
+use outcome::{EXIT_USAGE, Outcome};
+pub(crate) use outcome::{IssuerResult, Stopped};
 use settings::first_urls;
 pub(crate) use settings::{dry_run, startup, usage_error};
 
@@ -39,29 +42,6 @@ fn not_ready_reason(r: &IssuerResult<'_>, config: &Config, elapsed: Duration) ->
         ),
         (None, Stopped::Signal(_)) => format!("interrupted after {}", secs(elapsed)),
     }
-}
-
-/// What ended the wait for the targets still waiting then.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stopped {
-    /// The deadline, or every target finished.
-    Deadline,
-    /// This target (an index into the configuration's) finished not ready, which decided the
-    /// outcome: the others were cut short.
-    By(usize),
-    /// This signal.
-    Signal(i32),
-}
-
-/// One target's result.
-pub(crate) struct IssuerResult<'a> {
-    pub(crate) target: &'a Target,
-    /// `None`: still waiting when the process ended (see `stopped`).
-    pub(crate) verdict: Option<Verdict>,
-    pub(crate) tally: &'a Tally,
-    pub(crate) stopped: Stopped,
-    /// Where an attempt still under way at the end had got to.
-    pub(crate) in_flight: Option<String>,
 }
 
 /// The `--output json` summary, documented field by field in the README ("JSON output").
@@ -277,40 +257,6 @@ fn server_summary(server: &ServerReady) -> String {
         row("warning", Some(w));
     }
     out
-}
-
-/// How the run ended, and the exit code that says so (README: "Exit codes").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    Ready,
-    /// Not ready, and exiting 0 anyway: the default, so the worst case is no gate at all.
-    FailedOpen,
-    /// Not ready, with `--fail-closed` or `--once`.
-    NotReady,
-    /// Ended by this signal.
-    Interrupted(i32),
-}
-
-/// Exit code of a usage or configuration error.
-pub(crate) const EXIT_USAGE: i32 = 2;
-
-impl Outcome {
-    pub(crate) fn code(self) -> i32 {
-        match self {
-            Outcome::Ready | Outcome::FailedOpen => 0,
-            Outcome::NotReady => 1,
-            Outcome::Interrupted(signal) => 128 + signal,
-        }
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Ready => "ready",
-            Outcome::FailedOpen => "failed-open",
-            Outcome::NotReady => "not-ready",
-            Outcome::Interrupted(_) => "interrupted",
-        }
-    }
 }
 
 /// Everything the tool says when it ends, gathered first and then delivered in one go.
