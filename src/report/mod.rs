@@ -3,9 +3,7 @@
 //! `kubectl logs` on a bad morning: what failed, why, and how long the gate will still wait.
 
 use crate::config::{Config, Output, RunMode, TerminationLog};
-use crate::discovery::Registration;
 use crate::human::secs;
-use crate::probe::{Ready, ServerReady};
 use crate::token;
 use crate::url;
 use crate::wait::Verdict;
@@ -15,12 +13,14 @@ use std::time::{Duration, Instant};
 
 mod json;
 mod log_lines;
+mod once;
 mod outcome;
 mod settings;
 
 use json::json_summary;
 pub(crate) use log_lines::{LineThrottle, init_logging, label, log_attempt};
 use log_lines::{OUTCOME, failure_counts};
+use once::once_summary;
 use outcome::{EXIT_USAGE, Outcome};
 pub(crate) use outcome::{IssuerResult, Stopped};
 pub(crate) use settings::{dry_run, startup, usage_error};
@@ -41,45 +41,6 @@ fn not_ready_reason(r: &IssuerResult<'_>, config: &Config, elapsed: Duration) ->
         ),
         (None, Stopped::Signal(_)) => format!("interrupted after {}", secs(elapsed)),
     }
-}
-
-/// The `--once` summary for stdout: the resource's metadata, if any, then each server.
-pub(crate) fn once_summary(ready: &Ready) -> String {
-    let mut out = String::new();
-    if let Some(at) = &ready.resource_metadata {
-        out.push_str(&format!("{:<24}{}\n", "resource metadata", url::redact(at)));
-    }
-    for w in &ready.warnings {
-        out.push_str(&format!("{:<24}{w}\n", "warning"));
-    }
-    for server in &ready.servers {
-        out.push_str(&server_summary(server));
-    }
-    out
-}
-
-fn server_summary(server: &ServerReady) -> String {
-    let d = &server.document;
-    let mut out = String::new();
-    let mut row = |k: &str, v: Option<&str>| {
-        if let Some(v) = v {
-            out.push_str(&format!("{k:<24}{v}\n"));
-        }
-    };
-    row("issuer", Some(&d.issuer));
-    let url = url::redact(&server.url);
-    row("metadata", Some(&url));
-    row("authorization_endpoint", d.authorization_endpoint.as_deref());
-    row("token_endpoint", d.token_endpoint.as_deref());
-    row("userinfo_endpoint", d.userinfo_endpoint.as_deref());
-    row("jwks_uri", d.jwks_uri.as_deref());
-    let algs = d.id_token_signing_alg_values_supported.join(", ");
-    row("signing algorithms", (!algs.is_empty()).then_some(algs.as_str()));
-    row("registration", d.registration.map(Registration::as_str));
-    for w in &d.warnings {
-        row("warning", Some(w));
-    }
-    out
 }
 
 /// Everything the tool says when it ends, gathered first and then delivered in one go.
