@@ -11,7 +11,7 @@ use crate::config::{Config, ConfigError, Loaded, Target};
 use crate::http::HttpClient;
 use crate::probe::{Checks, Prober};
 use crate::proxy::ProxySettings;
-use crate::report::{self, IssuerResult, LineThrottle, Stopped};
+use crate::report::{self, ExitCode, IssuerResult, LineThrottle, Stopped};
 use crate::tls::TlsSettings;
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
 use anyhow::Context;
@@ -33,6 +33,11 @@ enum Event {
 
 /// Runs the tool with the process's arguments and environment; returns the exit code.
 pub fn main() -> i32 {
+    run().code()
+}
+
+/// Everything `main` does; every way it ends is an [`ExitCode`], turned into a number only there.
+fn run() -> ExitCode {
     let started = Instant::now();
     let (tx, rx) = mpsc::channel();
     let signals = install_signal_handlers(tx.clone());
@@ -42,7 +47,7 @@ pub fn main() -> i32 {
         Err(e) => {
             // clap writes help, version and usage errors; a closed stream must not abort.
             let _ = e.print();
-            return e.exit_code();
+            return ExitCode::of_clap(&e);
         }
     };
     let env = |name: &str| std::env::var(name).ok();

@@ -2,6 +2,7 @@
 //! each on a thread of its own, and no sink that blocks can hold the process past its deadline.
 
 use super::conclusion::Conclusion;
+use super::exit_code::ExitCode;
 use super::log_lines::OUTCOME;
 use crate::config::TerminationLog;
 use crate::token;
@@ -17,8 +18,8 @@ impl Conclusion {
     /// Writes the termination message, stdout and the log lines, each on a thread of its own,
     /// and waits for them at most [`DELIVERY_BOUND`]. Write errors are ignored: they must not
     /// change the exit code, and there is nowhere left to report them.
-    pub(crate) fn deliver(self, termination_log: &TerminationLog) -> i32 {
-        let code = self.outcome.code();
+    pub(crate) fn deliver(self, termination_log: &TerminationLog) -> ExitCode {
+        let code = self.outcome.exit_code();
         let (tx, rx) = std::sync::mpsc::channel();
         let mut sinks = 0;
         let mut spawn = |job: Box<dyn FnOnce() + Send>| {

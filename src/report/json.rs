@@ -185,7 +185,7 @@ pub(super) fn json_summary(
 ) -> String {
     let summary = Summary {
         outcome: outcome.as_str(),
-        exit_code: outcome.code(),
+        exit_code: outcome.exit_code().code(),
         attempts: issuers.iter().map(|r| r.tally.attempts).sum(),
         elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
         issuers: issuers.iter().map(|r| IssuerSummary::new(r, config)).collect(),

@@ -1,6 +1,7 @@
 //! How the wait ended, the facts every report is made from: each target's result and what cut
 //! it short, and the outcome of the run.
 
+use super::exit_code::ExitCode;
 use crate::config::Target;
 use crate::wait::{Tally, Verdict};
 
@@ -39,15 +40,12 @@ pub(crate) enum Outcome {
     Interrupted(i32),
 }
 
-/// Exit code of a usage or configuration error.
-pub(crate) const EXIT_USAGE: i32 = 2;
-
 impl Outcome {
-    pub(crate) fn code(self) -> i32 {
+    pub(crate) fn exit_code(self) -> ExitCode {
         match self {
-            Outcome::Ready | Outcome::FailedOpen => 0,
-            Outcome::NotReady => 1,
-            Outcome::Interrupted(signal) => 128 + signal,
+            Outcome::Ready | Outcome::FailedOpen => ExitCode::Success,
+            Outcome::NotReady => ExitCode::NotReady,
+            Outcome::Interrupted(signal) => ExitCode::Interrupted(signal),
         }
     }
 
@@ -58,5 +56,18 @@ impl Outcome {
             Outcome::NotReady => "not-ready",
             Outcome::Interrupted(_) => "interrupted",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failing_open_exits_0_and_failing_closed_1() {
+        assert_eq!(Outcome::Ready.exit_code(), ExitCode::Success);
+        assert_eq!(Outcome::FailedOpen.exit_code(), ExitCode::Success);
+        assert_eq!(Outcome::NotReady.exit_code(), ExitCode::NotReady);
+        assert_eq!(Outcome::Interrupted(15).exit_code(), ExitCode::Interrupted(15));
     }
 }

@@ -1,7 +1,7 @@
 //! What is said before any waiting: a configuration error, the `--dry-run` settings, and the
 //! notices logged before the first attempt.
 
-use super::EXIT_USAGE;
+use super::exit_code::ExitCode;
 use crate::config::Config;
 use crate::config::ConfigError;
 use crate::config::Notice;
@@ -15,18 +15,18 @@ use std::io::Write;
 
 /// A configuration error: exit 2, with the message and where to look. A closed or full stderr
 /// must not turn exit 2 into an abort, so write errors are ignored.
-pub(crate) fn usage_error(e: &ConfigError) -> i32 {
+pub(crate) fn usage_error(e: &ConfigError) -> ExitCode {
     let _ = writeln!(
         std::io::stderr(),
         "wait-for-idp: error: {e}\nRun 'wait-for-idp --help' for the flags and their environment variables."
     );
-    EXIT_USAGE
+    ExitCode::Usage
 }
 
 /// `--dry-run`: the effective settings on stdout, exit 0.
-pub(crate) fn dry_run(config: &Config, proxies: &ProxySettings, notices: &[Notice]) -> i32 {
+pub(crate) fn dry_run(config: &Config, proxies: &ProxySettings, notices: &[Notice]) -> ExitCode {
     let _ = std::io::stdout().write_all(settings_summary(config, proxies, notices).as_bytes());
-    0
+    ExitCode::Success
 }
 
 /// What is worth saying before the first attempt: the configuration's notices, variables that
