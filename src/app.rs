@@ -9,7 +9,7 @@
 use crate::config::{self, Config, Loaded};
 use crate::net::http::HttpClient;
 use crate::probe::Prober;
-use crate::report::{self, IssuerResult, LineThrottle, Stopped};
+use crate::report::{self, ExitCode, IssuerResult, LineThrottle, Stopped};
 use crate::settings::Given;
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
 use anyhow::Context;
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// How long after the deadline the main thread still waits for an issuer's thread to report.
 /// Attempts end before the deadline (the prober abandons a fetch at its budget, `wait::UNWIND`
-/// before the deadline), so this is only the backstop; with `report::DELIVERY_BOUND` it keeps the
+/// before the deadline), so this is only the backstop; with report's `DELIVERY_BOUND` it keeps the
 /// total within the promised `--timeout` + 0.1 s whatever an attempt or a sink is doing.
 const GRACE: Duration = Duration::from_millis(50);
 
@@ -31,6 +31,11 @@ enum Event {
 
 /// Runs the tool with the process's arguments and environment; returns the exit code.
 pub fn main() -> i32 {
+    run().code()
+}
+
+/// Everything `main` does; every way it ends is an [`ExitCode`], turned into a number only there.
+fn run() -> ExitCode {
     let started = Instant::now();
     let (tx, rx) = mpsc::channel();
     let signals = install_signal_handlers(tx.clone());
@@ -40,7 +45,7 @@ pub fn main() -> i32 {
         Err(e) => {
             // clap writes help, version and usage errors; a closed stream must not abort.
             let _ = e.print();
-            return e.exit_code();
+            return ExitCode::of_clap(&e);
         }
     };
     let env = |name: &str| std::env::var(name).ok();
@@ -50,7 +55,7 @@ pub fn main() -> i32 {
         Err(e) => return report::usage_error(&e),
     };
     if mode.dry_run {
-        return report::dry_run(&config, &notices);
+        return report::dry_run(&config, mode, &notices);
     }
     report::init_logging(mode.quiet, std::env::var("RUST_LOG").ok());
     report::startup(&notices, signals.err());

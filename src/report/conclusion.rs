@@ -1,0 +1,149 @@
+//! What the tool says when the wait ends: the outcome, the final line, the reasons for each
+//! target not ready, and what goes to stdout, gathered into one [`Conclusion`] to be delivered.
+
+use super::json::json_summary;
+use super::log_lines::{failure_counts, label};
+use super::once::once_summary;
+use super::outcome::{IssuerResult, Outcome, Stopped};
+use crate::config::Config;
+use crate::config::Output;
+use crate::config::RunMode;
+use crate::human::secs;
+use crate::url;
+use crate::wait::Verdict;
+use log::Level;
+use std::time::Duration;
+
+/// Everything the tool says when it ends, gathered first and then delivered in one go.
+#[derive(Debug)]
+pub(crate) struct Conclusion {
+    pub(crate) outcome: Outcome,
+    /// Log lines before the final one (warnings, per-issuer reasons).
+    pub(crate) lines: Vec<(Level, String)>,
+    /// The final line: the log's last, and the termination message.
+    pub(crate) last: (Level, String),
+    /// What goes to stdout: the `--once` summary or the JSON summary.
+    pub(crate) stdout: Option<String>,
+}
+
+/// The conclusion of a wait that ended (all ready, one not ready, or the deadline).
+pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'_>], elapsed: Duration) -> Conclusion {
+    let attempts: u32 = issuers.iter().map(|r| r.tally.attempts).sum();
+    let took = secs(elapsed);
+    let mut lines = Vec::new();
+    if issuers.iter().all(|r| r.verdict == Some(Verdict::Ready)) {
+        let mut once = String::new();
+        for r in issuers {
+            if let Some(ready) = &r.tally.last_ready {
+                for w in ready.warnings.iter().chain(ready.servers.iter().flat_map(|s| &s.document.warnings)) {
+                    lines.push((Level::Warn, format!("{}{w}", label(config, r.target))));
+                }
+                if mode.once {
+                    once.push_str(&once_summary(ready));
+                }
+            }
+        }
+        let names: Vec<String> = issuers.iter().map(|r| url::redact(r.target.name())).collect();
+        let last = (Level::Info, format!("ready: {} after {attempts} attempt(s) in {took}", names.join(", ")));
+        let stdout = match config.output {
+            Output::Json => Some(json_summary(config, Outcome::Ready, elapsed, issuers)),
+            Output::Text => (!once.is_empty()).then_some(once),
+        };
+        return Conclusion { outcome: Outcome::Ready, lines, last, stdout };
+    }
+
+    let reasons = not_ready_lines(config, issuers, elapsed, &mut lines);
+    let summary = format!("{} after {attempts} attempt(s) in {took}", reasons.join(", "));
+    let (outcome, last) = if config.fail_closed {
+        (Outcome::NotReady, (Level::Error, format!("not ready: {summary}; failing closed (exit 1)")))
+    } else {
+        (
+            Outcome::FailedOpen,
+            (
+                Level::Warn,
+                format!(
+                    "failing open: not ready: {summary}; starting the workload anyway, as without the gate (exit 0)"
+                ),
+            ),
+        )
+    };
+    let stdout = (config.output == Output::Json).then(|| json_summary(config, outcome, elapsed, issuers));
+    Conclusion { outcome, lines, last, stdout }
+}
+
+/// For each target not ready: why, its last failure, its attempt under way if any, and its
+/// failures by class, as log lines; returns the one-phrase reasons for the final line.
+fn not_ready_lines(
+    config: &Config,
+    issuers: &[IssuerResult<'_>],
+    elapsed: Duration,
+    lines: &mut Vec<(Level, String)>,
+) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for r in issuers.iter().filter(|r| r.verdict != Some(Verdict::Ready)) {
+        let label = label(config, r.target);
+        let reason = not_ready_reason(r, config, elapsed);
+        let mut line = match &r.tally.last_failure {
+            Some(f) => format!("{label}not ready ({reason}): last failure {}: {}", f.class, f.detail),
+            None if r.tally.attempts == 0 => format!("{label}not ready ({reason}) before any attempt finished"),
+            None => format!("{label}not ready ({reason}) with no failed attempt"),
+        };
+        if let Some(at) = &r.in_flight {
+            line.push_str(&format!("; attempt {} was under way: {at}", r.tally.attempts + 1));
+        }
+        lines.push((Level::Warn, line));
+        if r.tally.attempts > 0 {
+            lines.push((
+                Level::Warn,
+                format!("{label}{} attempt(s), failures by class: {}", r.tally.attempts, failure_counts(r.tally)),
+            ));
+        }
+        let class = r.tally.last_failure.as_ref().map_or("none", |f| f.class.as_str());
+        reasons.push(format!("{} ({reason}; last failure: {class})", url::redact(r.target.name())));
+    }
+    reasons
+}
+
+/// The conclusion of a wait ended by SIGTERM or SIGINT.
+pub(crate) fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal: i32, elapsed: Duration) -> Conclusion {
+    let name = if signal == signal_hook::consts::SIGINT { "SIGINT" } else { "SIGTERM" };
+    let attempts: u32 = issuers.iter().map(|r| r.tally.attempts).sum();
+    let outcome = Outcome::Interrupted(signal);
+    let last =
+        (Level::Warn, format!("interrupted by {name} after {attempts} attempt(s) in {}; not ready", secs(elapsed)));
+    let stdout = (config.output == Output::Json).then(|| json_summary(config, outcome, elapsed, issuers));
+    let mut lines = Vec::new();
+    not_ready_lines(config, issuers, elapsed, &mut lines);
+    Conclusion { outcome, lines, last, stdout }
+}
+
+/// The conclusion when the gate could not even start waiting (no thread, no TLS set-up): not
+/// ready, failing open or closed as configured, with the reason.
+pub(crate) fn cannot_wait(config: &Config, error: &anyhow::Error, elapsed: Duration) -> Conclusion {
+    let reason = format!("cannot wait: {error:#}");
+    let (outcome, last) = if config.fail_closed {
+        (Outcome::NotReady, (Level::Error, format!("not ready: {reason}; failing closed (exit 1)")))
+    } else {
+        (Outcome::FailedOpen, (Level::Warn, format!("failing open: {reason}; starting the workload anyway (exit 0)")))
+    };
+    let stdout = (config.output == Output::Json).then(|| json_summary(config, outcome, elapsed, &[]));
+    Conclusion { outcome, lines: Vec::new(), last, stdout }
+}
+
+/// Why an issuer is not ready, in one phrase; `elapsed` is when the run ended.
+fn not_ready_reason(r: &IssuerResult<'_>, config: &Config, elapsed: Duration) -> String {
+    match (r.verdict, r.stopped) {
+        (Some(Verdict::Ready), _) => "ready".into(),
+        (Some(Verdict::DeadlineReached), _) | (None, Stopped::Deadline) => {
+            format!("timeout of {} used up", secs(config.timing.timeout))
+        }
+        (Some(Verdict::AttemptsExhausted), _) => format!("all {} attempt(s) used", r.tally.attempts),
+        (Some(Verdict::Conclusive), _) => "certificate rejected, a check oauth2-proxy skips".into(),
+        (None, Stopped::By(i)) => format!(
+            "cut short after {}: {} ended the wait",
+            secs(elapsed),
+            config.targets.get(i).map_or(String::new(), |t| url::redact(t.name()))
+        ),
+        (None, Stopped::Signal(_)) => format!("interrupted after {}", secs(elapsed)),
+    }
+}

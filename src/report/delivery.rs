@@ -1,0 +1,79 @@
+//! Saying it, bounded in time: the conclusion goes to the termination log, stdout and stderr,
+//! each on a thread of its own, and no sink that blocks can hold the process past its deadline.
+
+use super::conclusion::Conclusion;
+use super::exit_code::ExitCode;
+use super::log_lines::OUTCOME;
+use crate::config::TerminationLog;
+use crate::token;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// How long the end of the run may spend saying so. Each sink (termination log, stdout, stderr)
+/// gets a thread; one that blocks (a stalled pipe, a FIFO, a hung mount) is left behind, and the
+/// process exits with its code all the same, within the promised deadline + 0.1 s.
+pub(crate) const DELIVERY_BOUND: Duration = Duration::from_millis(40);
+
+impl Conclusion {
+    /// Writes the termination message, stdout and the log lines, each on a thread of its own,
+    /// and waits for them at most [`DELIVERY_BOUND`]. Write errors are ignored: they must not
+    /// change the exit code, and there is nowhere left to report them.
+    pub(crate) fn deliver(self, termination_log: &TerminationLog) -> ExitCode {
+        let code = self.outcome.exit_code();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut sinks = 0;
+        let mut spawn = |job: Box<dyn FnOnce() + Send>| {
+            let tx = tx.clone();
+            if std::thread::Builder::new()
+                .spawn(move || {
+                    job();
+                    let _ = tx.send(());
+                })
+                .is_ok()
+            {
+                sinks += 1;
+            }
+        };
+        // Whatever a server sent back, no token the gate has read leaves the process.
+        let (log, line) = (termination_log.clone(), token::scrub(&self.last.1).into_owned());
+        spawn(Box::new(move || write_termination_log(&log, &line)));
+        if let Some(text) = self.stdout.map(|t| token::scrub(&t).into_owned()) {
+            spawn(Box::new(move || {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+            }));
+        }
+        let (lines, last) = (self.lines, self.last);
+        spawn(Box::new(move || {
+            for (level, line) in lines {
+                log::log!(level, "{line}");
+            }
+            log::log!(target: OUTCOME, last.0, "{}", last.1);
+        }));
+        let until = Instant::now() + DELIVERY_BOUND;
+        for _ in 0..sinks {
+            if rx.recv_timeout(until.saturating_duration_since(Instant::now())).is_err() {
+                break;
+            }
+        }
+        code
+    }
+}
+
+/// Writes the final line where Kubernetes shows it in `kubectl describe pod`. A missing default
+/// file (outside a pod) or an unwritable one is skipped without a word: it is a courtesy, not a
+/// duty. Only a regular file is written: the file is opened without blocking (a FIFO without a
+/// reader would otherwise hold the gate forever) and left alone if it is anything else.
+pub(crate) fn write_termination_log(t: &TerminationLog, line: &str) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(t.create)
+        .mode(0o644)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&t.path);
+    let Ok(mut file) = file else { return };
+    if file.metadata().is_ok_and(|m| m.file_type().is_file()) && file.set_len(0).is_ok() {
+        let _ = writeln!(file, "{line}");
+    }
+}

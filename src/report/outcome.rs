@@ -1,0 +1,73 @@
+//! How the wait ended, the facts every report is made from: each target's result and what cut
+//! it short, and the outcome of the run.
+
+use super::exit_code::ExitCode;
+use crate::config::Target;
+use crate::wait::{Tally, Verdict};
+
+/// What ended the wait for the targets still waiting then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stopped {
+    /// The deadline, or every target finished.
+    Deadline,
+    /// This target (an index into the configuration's) finished not ready, which decided the
+    /// outcome: the others were cut short.
+    By(usize),
+    /// This signal.
+    Signal(i32),
+}
+
+/// One target's result.
+pub(crate) struct IssuerResult<'a> {
+    pub(crate) target: &'a Target,
+    /// `None`: still waiting when the process ended (see `stopped`).
+    pub(crate) verdict: Option<Verdict>,
+    pub(crate) tally: &'a Tally,
+    pub(crate) stopped: Stopped,
+    /// Where an attempt still under way at the end had got to.
+    pub(crate) in_flight: Option<String>,
+}
+
+/// How the run ended, and the exit code that says so (README: "Exit codes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Ready,
+    /// Not ready, and exiting 0 anyway: the default, so the worst case is no gate at all.
+    FailedOpen,
+    /// Not ready, with `--fail-closed` or `--once`.
+    NotReady,
+    /// Ended by this signal.
+    Interrupted(i32),
+}
+
+impl Outcome {
+    pub(crate) fn exit_code(self) -> ExitCode {
+        match self {
+            Outcome::Ready | Outcome::FailedOpen => ExitCode::Success,
+            Outcome::NotReady => ExitCode::NotReady,
+            Outcome::Interrupted(signal) => ExitCode::Interrupted(signal),
+        }
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ready => "ready",
+            Outcome::FailedOpen => "failed-open",
+            Outcome::NotReady => "not-ready",
+            Outcome::Interrupted(_) => "interrupted",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failing_open_exits_0_and_failing_closed_1() {
+        assert_eq!(Outcome::Ready.exit_code(), ExitCode::Success);
+        assert_eq!(Outcome::FailedOpen.exit_code(), ExitCode::Success);
+        assert_eq!(Outcome::NotReady.exit_code(), ExitCode::NotReady);
+        assert_eq!(Outcome::Interrupted(15).exit_code(), ExitCode::Interrupted(15));
+    }
+}
