@@ -4,33 +4,6 @@
 use crate::support::*;
 use serde_json::{Value, json};
 
-const OAUTH: &str = "/.well-known/oauth-authorization-server";
-const PRM: &str = "/.well-known/oauth-protected-resource";
-
-/// An RFC 8414 document for `issuer` (no jwks_uri: it is optional there).
-fn oauth_doc(issuer: &str) -> String {
-    json!({
-        "issuer": issuer,
-        "authorization_endpoint": format!("{}/authorize", issuer.trim_end_matches('/')),
-        "token_endpoint": format!("{}/token", issuer.trim_end_matches('/')),
-        "response_types_supported": ["code"],
-        "code_challenge_methods_supported": ["S256"],
-    })
-    .to_string()
-}
-
-fn prm_doc(resource: &str, servers: &[&str]) -> String {
-    json!({ "resource": resource, "authorization_servers": servers }).to_string()
-}
-
-/// Serves each path's reply; 404 elsewhere.
-fn routes(table: Vec<(String, u16, String)>) -> Handler {
-    reply(move |req, _| match table.iter().find(|(path, _, _)| *path == req.path) {
-        Some((_, status, body)) => Reply::json(*status, body.clone()),
-        None => Reply::json(404, r#"{"error":"not_found"}"#),
-    })
-}
-
 #[test]
 fn auto_tries_the_mcp_order_and_says_which_url_passed() {
     let ca = TestCa::new();
@@ -324,13 +297,6 @@ fn plain_provider(handler: impl FnOnce(&str) -> Handler) -> (Provider, String) {
     let slot = Reserved::new();
     let base = format!("http://localhost:{}", slot.port);
     (slot.listen(Mode::Plain, handler(&base)), base)
-}
-
-/// The gate for `--resource`, trusting the test CA, with `--once --output json` and `extra`.
-fn resource_gate(ca: &TestCa, resource: &str, extra: &[&str]) -> Run {
-    let mut cmd = gate();
-    cmd.args(["--resource", resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]).args(extra);
-    run(cmd)
 }
 
 #[track_caller]
