@@ -18,5 +18,6 @@ mod parity;
 mod peer;
 mod properties;
 mod recipes;
+mod retry_after;
 mod structure;
 mod trust;
