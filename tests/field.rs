@@ -121,38 +121,6 @@ fn a_connect_that_hangs_is_named_as_such() {
     drop(held);
 }
 
-// 3. Redirects are resolved as RFC 3986 §5.2 says.
-
-#[test]
-fn relative_redirects_resolve_with_dot_segments_and_queries_holding_urls() {
-    let ca = TestCa::new();
-    let slot = Reserved::new();
-    let (port, iss) = (slot.port, slot.issuer("/realms/x"));
-    let doc = discovery_doc(&iss);
-    let handler: Handler = Arc::new(move |req, _| match req.path.as_str() {
-        "/realms/x/.well-known/openid-configuration" => Reply::redirect(302, "../../y/./doc?next=https://other/x"),
-        "/realms/y/doc?next=https://other/x" => Reply::redirect(307, &format!("HTTPS://localhost:{port}/final#top")),
-        "/final" => Reply::json(200, doc.clone()),
-        _ => Reply::json(404, "{}"),
-    });
-    let p = slot.listen(tls_mode(ca.leaf(&["localhost"])), handler);
-    let mut cmd = gate_for(&ca, &iss);
-    cmd.arg("--once");
-    let r = run(cmd);
-    assert_exit(&r, 0);
-    let paths: Vec<String> = p.seen.lock().unwrap().iter().map(|r| r.path.clone()).collect();
-    assert_eq!(paths, ["/realms/x/.well-known/openid-configuration", "/realms/y/doc?next=https://other/x", "/final"]);
-
-    // The same-origin rule applies to the resolved URL: `//other` leaves the origin.
-    let away =
-        Provider::start(tls_mode(ca.leaf(&["localhost"])), Arc::new(|_, _| Reply::redirect(302, "//other.test/x")));
-    let mut cmd = gate_for(&ca, &away.issuer(""));
-    cmd.arg("--once");
-    let r = run(cmd);
-    assert_exit(&r, 1);
-    assert_logged(&r, &["refused redirect to another origin (https://other.test/x)"]);
-}
-
 // 4. Never abort, never block.
 
 #[test]

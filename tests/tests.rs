@@ -18,6 +18,7 @@ mod parity;
 mod peer;
 mod properties;
 mod recipes;
+mod redirects;
 mod retry_after;
 mod structure;
 mod trust;
