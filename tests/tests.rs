@@ -6,6 +6,7 @@ mod support;
 
 mod chains;
 mod compose;
+mod configuration;
 mod differential;
 mod documents;
 mod faults;

@@ -87,19 +87,6 @@ fn a_proxy_that_skips_certificate_checks_still_waits_for_a_503() {
 }
 
 #[test]
-fn an_unrendered_template_is_named() {
-    let template = "{{ .Values.config.issuer }}";
-    let r = run_args(gate(), &["--issuer", template, "--once"]);
-    assert_exit(&r, 2);
-    assert_logged(&r, &["--issuer: '{{ .Values.config.issuer }}' contains '{{': an unrendered Helm/Go template"]);
-    let mut cmd = gate();
-    cmd.arg("--once").env("OAUTH2_PROXY_OIDC_ISSUER_URL", template);
-    let r = run(cmd);
-    assert_exit(&r, 2);
-    assert_logged(&r, &["OAUTH2_PROXY_OIDC_ISSUER_URL: '{{", "unrendered Helm/Go template", "write the URL itself"]);
-}
-
-#[test]
 fn dry_run_names_the_trust_sources_and_the_skip_verify_conflict() {
     let ca = TestCa::new();
     let mut cmd = gate();
