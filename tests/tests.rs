@@ -22,4 +22,4 @@ mod recipes;
 mod redirects;
 mod retry_after;
 mod structure;
-mod trust;
+mod tls_trust;

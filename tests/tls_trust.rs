@@ -1,5 +1,10 @@
-//! Trust as the real client trusts: Go's `SSL_CERT_FILE` and `SSL_CERT_DIR`, oauth2-proxy's own
-//! CA settings, a proxy that skips certificate checks, and an issuer that is still a template.
+//! TLS trust and certificates: trust as the real client trusts (`--ca-file`, a self-signed CA
+//! certificate given as one, Go's `SSL_CERT_FILE` and `SSL_CERT_DIR`, oauth2-proxy's own CA
+//! settings, what `--dry-run` says of them), a proxy that skips certificate checks, and each
+//! certificate problem explained in words (name, dates, a P-521 key, an IP address listed as a DNS
+//! name, a required client certificate). The fault matrix (`network_faults.rs`) holds the rows for
+//! an untrusted CA, a wrong name, an expired certificate, a self-signed leaf and plain HTTP on the
+//! https port.
 
 use crate::support::*;
 use std::time::Duration;
