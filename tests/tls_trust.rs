@@ -7,6 +7,7 @@
 //! https port.
 
 use crate::support::*;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// The gate for `issuer`, one attempt, with these variables and nothing else trusted.
@@ -120,4 +121,131 @@ fn dry_run_names_the_trust_sources_and_the_skip_verify_conflict() {
     assert!(!r.stdout.contains("Mozilla's roots"), "{}", r.stdout);
     assert!(r.stdout.contains(&format!("trust           OAUTH2_PROXY_PROVIDER_CA_FILES {pem}: 1")), "{}", r.stdout);
     assert!(r.stdout.contains("note            trusting only the CA files"), "{}", r.stdout);
+}
+
+#[test]
+fn a_self_signed_ca_certificate_given_as_ca_file_is_accepted_with_name_and_dates_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (chain, pem) = self_signed_ca_cert(dir.path(), &["localhost"], (2020, 1, 1), (2090, 1, 1));
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
+    let p = slot.listen(tls_mode(chain), serve_at(WELL_KNOWN, discovery_doc(&iss)));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--once", "--ca-file"]).arg(&pem);
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    drop(p);
+
+    // Still checked: its name …
+    let (chain, pem) = self_signed_ca_cert(dir.path(), &["other.test"], (2020, 1, 1), (2090, 1, 1));
+    let p = Provider::start(tls_mode(chain), serve_at(WELL_KNOWN, String::new()));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &p.issuer(""), "--once", "--ca-file"]).arg(&pem);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["certificate is for other.test, not localhost"]);
+
+    // … and its validity period (webpki checks the dates before the CA flag).
+    let (chain, pem) = self_signed_ca_cert(dir.path(), &["localhost"], (2020, 1, 1), (2021, 1, 1));
+    let p = Provider::start(tls_mode(chain), serve_at(WELL_KNOWN, String::new()));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &p.issuer(""), "--once", "--ca-file"]).arg(&pem);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["has expired"]);
+}
+
+#[test]
+fn p521_certificates_are_explained() {
+    require_openssl();
+    let dir = tempfile::tempdir().unwrap();
+    let sh = |script: &str| {
+        let ok = Command::new("sh").arg("-c").arg(script).current_dir(dir.path()).stderr(Stdio::null()).status();
+        assert!(ok.unwrap().success(), "{script}");
+    };
+    sh("printf 'subjectAltName=DNS:localhost\\nbasicConstraints=CA:FALSE\\n' > ext");
+    // A P-521 CA signing a P-256 leaf; a P-256 CA signing a P-521 leaf.
+    for (ca_curve, leaf_curve, name) in [("P-521", "P-256", "a"), ("P-256", "P-521", "b")] {
+        sh(&format!(
+            "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:{ca_curve} -nodes -subj /CN=ca -keyout {name}ca.key \
+             -out {name}ca.pem -days 2 -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+             && openssl req -newkey ec -pkeyopt ec_paramgen_curve:{leaf_curve} -nodes -subj /CN=localhost \
+             -keyout {name}.key -out {name}.csr && openssl x509 -req -in {name}.csr -CA {name}ca.pem -CAkey {name}ca.key \
+             -CAcreateserial -out {name}.pem -days 2 -extfile ext"
+        ));
+    }
+    for (name, expected) in [
+        ("a", "is signed with an ECDSA P-521 key, which this build cannot verify"),
+        ("b", "broke off the TLS handshake (handshake_failure)"),
+    ] {
+        // openssl binds port 0 itself and says which port it got.
+        let mut server = Command::new("openssl")
+            .args(["s_server", "-www", "-accept", "127.0.0.1:0"])
+            .args(["-cert", &format!("{name}.pem"), "-key", &format!("{name}.key")])
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let port = accepted_port(server.stdout.take().unwrap());
+        let mut cmd = gate();
+        cmd.args(["--issuer", &issuer_at("localhost", port, ""), "--once", "--ca-file"])
+            .arg(dir.path().join(format!("{name}ca.pem")));
+        let r = run(cmd);
+        let _ = server.kill();
+        let _ = server.wait();
+        assert_exit(&r, 1);
+        assert!(r.log().contains(expected) && r.log().contains("P-521"), "{name}: {}", r.log());
+        assert!(!r.log().contains("signature_algorithm_id"), "no debug dump: {}", r.log());
+    }
+}
+
+#[test]
+fn an_ip_address_listed_only_as_a_dns_name_is_explained() {
+    let ca = TestCa::new();
+    let p = Provider::start(tls_mode(ca.leaf_dns_name_only("127.0.0.1")), serve_at(WELL_KNOWN, String::new()));
+    let mut cmd = gate_for(&ca, &issuer_at("127.0.0.1", p.port(), ""));
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["certificate lists 127.0.0.1 as a DNS name, not as an IP address"]);
+    assert!(!r.log().contains("not 127.0.0.1"), "{}", r.log());
+}
+
+#[test]
+fn a_required_client_certificate_is_class_tls_over_tls_1_2_and_1_3() {
+    let ca = TestCa::new();
+    for tls12_only in [true, false] {
+        let p = Provider::start(
+            tls_mode_requiring_client_cert(ca.leaf(&["localhost"]), &ca, tls12_only),
+            serve_at(WELL_KNOWN, String::new()),
+        );
+        for _ in 0..5 {
+            let mut cmd = gate_for(&ca, &p.issuer(""));
+            cmd.arg("--once");
+            let r = run(cmd);
+            assert_exit(&r, 1);
+            assert!(
+                r.log().contains("attempt 1: tls: localhost requires a client certificate (mutual TLS)"),
+                "TLS 1.2 only: {tls12_only}: {}",
+                r.log()
+            );
+        }
+    }
+}
+
+fn require_openssl() {
+    let ok = Command::new("openssl").arg("version").output().map(|o| o.status.success()).unwrap_or(false);
+    assert!(ok, "openssl is missing: run the test command (.ci/test), which installs it");
+}
+
+/// The port from openssl's `ACCEPT 127.0.0.1:PORT` line.
+fn accepted_port(stdout: std::process::ChildStdout) -> u16 {
+    use std::io::BufRead;
+    let line = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("ACCEPT "))
+        .expect("openssl s_server says where it listens");
+    line.rsplit(':').next().unwrap().parse().unwrap()
 }
