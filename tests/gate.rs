@@ -219,22 +219,6 @@ fn kubernetes_api_server_document_passes_without_strict_only() {
     assert_logged(&r, &["missing-field: --strict: REQUIRED member(s) missing: authorization_endpoint"]);
 }
 
-#[test]
-fn termination_log_gets_the_outcome() {
-    let ca = TestCa::new();
-    let p = always_503(&ca);
-    let log = ca.path("termination-log");
-    let mut cmd = gate_for(&ca, &p.issuer(""));
-    cmd.args(["--timeout", "1s", "--termination-log"]).arg(&log);
-    assert_exit(&run(cmd), 0);
-    let line = std::fs::read_to_string(&log).unwrap();
-    assert!(line.starts_with("failing open: not ready: https://localhost:"), "{line}");
-    assert!(line.contains("last failure: http-status"), "{line}");
-
-    let r = run_args(gate_for(&ca, &p.issuer("")), &["--once", "--termination-log", "/nonexistent-dir/log"]);
-    assert_eq!(r.code, Some(1), "an unwritable log is skipped: {}", r.log());
-}
-
 /// Issue 17, section 5: a SIGTERM ends the run as interrupted, in the JSON as in the exit code:
 /// the verdict of a target still waiting is `interrupted`, with its last failure kept.
 #[test]
