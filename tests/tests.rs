@@ -22,5 +22,6 @@ mod properties;
 mod recipes;
 mod redirects;
 mod retry_after;
+mod signals;
 mod structure;
 mod tls_trust;
