@@ -222,24 +222,6 @@ fn fault_matrix_never_passes_never_overruns() {
     eprintln!("{table}\n(written to {})", out.display());
 }
 
-#[test]
-fn ipv6_literal_issuers() {
-    let ca = TestCa::new();
-    let slot = Reserved::v6();
-    let iss = issuer_at("[::1]", slot.port, "");
-    let _p = slot.listen(tls_mode(ca.leaf(&["::1"])), serve_at(WELL_KNOWN, discovery_doc(&iss)));
-    for kind in ["oidc", "oauth"] {
-        let mut cmd = gate();
-        cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--metadata", kind, "--once"]);
-        let r = run(cmd);
-        if kind == "oidc" {
-            assert_exit(&r, 0);
-        } else {
-            assert!(r.log().contains("HTTP 404"), "oauth looks elsewhere: {}", r.log());
-        }
-    }
-}
-
 /// A minimal CONNECT proxy on loopback that records the targets it was asked for.
 struct ConnectProxy {
     addr: SocketAddr,

@@ -121,23 +121,6 @@ fn a_connect_that_hangs_is_named_as_such() {
     drop(held);
 }
 
-// 7. Read input as the real client does.
-
-#[test]
-fn duplicate_issuer_members_are_ambiguous() {
-    let ca = TestCa::new();
-    let slot = Reserved::new();
-    let iss = slot.issuer("");
-    let doc: Value = serde_json::from_str(&discovery_doc(&iss)).unwrap();
-    let body = doc.to_string().replacen('{', "{\"Issuer\":\"https://evil.test\",", 1);
-    let _p = slot.listen(tls_mode(ca.leaf(&["localhost"])), serve_at(WELL_KNOWN, body));
-    let mut cmd = gate_for(&ca, &iss);
-    cmd.arg("--once");
-    let r = run(cmd);
-    assert_exit(&r, 1);
-    assert_logged(&r, &["json: the document has 2 \"issuer\" members (\"Issuer\", \"issuer\")"]);
-}
-
 // 8. Messages that misled.
 
 #[test]

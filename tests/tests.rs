@@ -15,6 +15,7 @@ mod fuzz_seeds;
 mod gate;
 mod image;
 mod in_cluster;
+mod issuers;
 mod output;
 mod parity;
 mod peer;
