@@ -20,6 +20,7 @@ mod output;
 mod parity;
 mod peer;
 mod properties;
+mod proxy;
 mod recipes;
 mod redirects;
 mod retry_after;
