@@ -1,7 +1,9 @@
-//! The fault matrix: whatever a misbehaving network or server sends, the gate never passes
-//! falsely, never overruns `--timeout` + 0.1 s, names the right failure class, and never panics.
-//! Each row runs the real binary against a local misbehaving server. The measured times are
-//! written to `target/fault-matrix.md` (and printed with `--nocapture`).
+//! Network and server faults: whatever a misbehaving network or server sends, the gate never
+//! passes falsely, never overruns `--timeout` + 0.1 s, names the right failure class (and the
+//! stage an attempt hung in), and never panics. The fault matrix runs the real binary against a
+//! local misbehaving server per row; the measured times are written to `target/fault-matrix.md`
+//! (and printed with `--nocapture`). Then the hangs no row can make: a provider frozen at each
+//! stage under several gates at once, a resolver that never answers, a connect that hangs.
 
 use crate::support::*;
 use std::sync::Mutex;
