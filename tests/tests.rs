@@ -7,6 +7,7 @@ mod support;
 mod chains;
 mod compose;
 mod configuration;
+mod diagnostics;
 mod differential;
 mod documents;
 mod field;
