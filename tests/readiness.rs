@@ -1,5 +1,8 @@
-//! The readiness gate end to end: the real binary against a real local HTTPS provider with a
-//! throwaway CA.
+//! Readiness: when the gate passes, how it waits, and when it gives up. Ready at once; retried
+//! until ready (a 503, a refused connection retried fast, Keycloak's 404 while a realm is
+//! imported) and ended right after; at the deadline failing open by default or closed on request;
+//! `--attempt-timeout`, `--max-attempts` and `--once` (with its summary). The real binary against
+//! a real local HTTPS provider with a throwaway CA.
 
 use crate::support::*;
 use std::time::{Duration, Instant};
