@@ -5,6 +5,7 @@
 //! a real local HTTPS provider with a throwaway CA.
 
 use crate::support::*;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -96,6 +97,19 @@ fn fails_closed_on_request() {
     assert_exit(&r, 1);
     assert_logged(&r, &["failing closed"]);
     assert_within(&r, Duration::from_secs(2));
+}
+
+#[test]
+fn attempt_timeout_is_kept_by_the_waiter() {
+    let silent = Provider::start(Mode::Silent, Arc::new(|_, _| Reply::Hang));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &silent.issuer(""), "--attempt-timeout", "1s"]);
+    cmd.args(["--timeout", "3500ms", "--fail-closed", "--interval", "100ms"]);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    let full = r.log().lines().filter(|l| l.contains("not complete within 1.00s")).count();
+    assert!(full >= 3, "three whole 1 s attempts fit in 3.5 s: {}", r.log());
+    assert_logged(&r, &["not complete within 1.00s"]);
 }
 
 #[test]

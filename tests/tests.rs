@@ -10,7 +10,6 @@ mod configuration;
 mod diagnostics;
 mod differential;
 mod documents;
-mod field;
 mod fuzz_seeds;
 mod image;
 mod in_cluster;
