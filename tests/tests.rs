@@ -4,11 +4,11 @@
 
 mod support;
 
-mod chains;
 mod compose;
 mod configuration;
 mod diagnostics;
 mod differential;
+mod discovery_chains;
 mod documents;
 mod fuzz_seeds;
 mod image;

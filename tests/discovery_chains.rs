@@ -1,5 +1,9 @@
-//! Discovery chains (issue 11): `--metadata auto` in the MCP order, protected resources (RFC 9728)
-//! down to every authorization server they name, and `--jwks-url`, against local providers.
+//! Discovery chains: `--metadata auto` in the MCP clients' order (a client error or a 502 passes
+//! on to the next URL, another server error or a bad document ends the attempt), protected
+//! resources (RFC 9728: the resource's own 401 challenge, the path form, the root, the legacy
+//! path) down to every authorization server they name, what MCP clients demand of those documents
+//! (registration, PKCE, https throughout a chain given as https), and `--jwks-url`, against local
+//! providers. A redirect along a chain is in `redirects.rs`.
 
 use crate::support::*;
 use serde_json::{Value, json};
