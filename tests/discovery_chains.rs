@@ -104,7 +104,7 @@ fn a_resource_is_ready_when_its_metadata_and_every_server_are() {
     assert_logged(&r, &["passed: resource metadata at", &format!("authorization server issuer {as1:?} served by")]);
 }
 
-/// Issue 17, section 4: how an MCP client can register, said in the log and the JSON for every
+/// How an MCP client can register, said in the log and the JSON for every
 /// server judged by MCP's rules; a warning when it cannot register at all.
 #[test]
 fn registration_is_reported_for_each_server_mcp_clients_use() {
@@ -153,7 +153,7 @@ fn registration_is_reported_for_each_server_mcp_clients_use() {
     assert_eq!(entry["authorization_servers"][1]["registration"], "none", "{entry}");
 }
 
-/// The clients' order (issue 17 §3): the resource's own `401` challenge first, whose
+/// The clients' order: the resource's own `401` challenge first, whose
 /// `resource_metadata` MCP clients MUST use; then the path form; then the root.
 #[test]
 fn the_challenge_comes_first_then_the_path_form_then_the_root() {
@@ -311,7 +311,7 @@ fn assert_failed(r: &Run, class: &str, link: &str, phrases: &[&str]) {
     assert_eq!((failure["class"].as_str(), failure["link"].as_str()), (Some(class), Some(link)), "{}", r.log());
 }
 
-/// Issue 17: a chain the user gave as https stays https. A plain-http link the gate takes from a
+/// A chain the user gave as https stays https. A plain-http link the gate takes from a
 /// server fails, naming the link and the URL, before anything is fetched from it: the metadata
 /// URL of a resource's challenge, an authorization server the metadata lists, a `jwks_uri`.
 #[test]

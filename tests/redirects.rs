@@ -62,7 +62,7 @@ fn relative_redirects_resolve_with_dot_segments_and_queries_holding_urls() {
     assert_logged(&r, &["refused redirect to another origin (https://other.test/x)"]);
 }
 
-/// Issue 17, section 6: a refused cross-origin redirect's hint names the flag that reaches the
+/// A refused cross-origin redirect's hint names the flag that reaches the
 /// link: `--discovery-url` exits 2 with `--resource` or several issuers, and redirects nothing
 /// but the issuer's metadata.
 #[test]
@@ -108,7 +108,7 @@ fn cross_origin_redirect_hints_name_the_flag_that_applies() {
     assert!(!r.log().contains("--discovery-url"), "{}", r.log());
 }
 
-/// Issue 17 §3: a redirect the gate does not follow (another origin, https to http) is passed
+/// A redirect the gate does not follow (another origin, https to http) is passed
 /// over, as the MCP TypeScript SDK 1.32.2 does: `fetchWithinOrigin` hands the 3xx back and
 /// `discoverAuthorizationServerMetadata` / `shouldAttemptFallback` go on for any status below 500.
 #[test]

@@ -67,7 +67,7 @@ fn retry_after_never_costs_the_final_attempt() {
     assert_within(&r, Duration::from_secs(2));
 }
 
-/// Issue 17, section 5: a `Retry-After` counts whichever fetch of the attempt it came with: the
+/// A `Retry-After` counts whichever fetch of the attempt it came with: the
 /// JWK Set, and an `auto` URL the attempt moved past (its 429 is a client error, so the next URL
 /// is tried and the attempt fails there with a 404 that asks for nothing).
 #[test]

@@ -5,7 +5,7 @@
 use crate::support::*;
 use std::time::{Duration, Instant};
 
-/// Issue 17, section 5: a SIGTERM ends the run as interrupted, in the JSON as in the exit code:
+/// A SIGTERM ends the run as interrupted, in the JSON as in the exit code:
 /// the verdict of a target still waiting is `interrupted`, with its last failure kept.
 #[test]
 fn sigterm_is_reported_as_interrupted_in_the_json() {
