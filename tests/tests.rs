@@ -1,6 +1,8 @@
 //! The integration suite, one crate (one link step), as ripgrep arranges its tests: the real
 //! binary against real local providers with a CA made at test time, the document rules over
-//! real providers' documents, property tests, and the shape of the code itself.
+//! real providers' documents, property tests, and the shape of the code itself. Each module is
+//! named for the behaviour it specifies, its `//!` header says which, so all the tests of one
+//! behaviour (Retry-After, redirects, trust, …) are in one file; `support` is the shared harness.
 
 mod support;
 
