@@ -1,22 +1,31 @@
 //! The integration suite, one crate (one link step), as ripgrep arranges its tests: the real
 //! binary against real local providers with a CA made at test time, the document rules over
-//! real providers' documents, property tests, and the shape of the code itself.
+//! real providers' documents, property tests, and the shape of the code itself. Each module is
+//! named for the behaviour it specifies, its `//!` header says which, so all the tests of one
+//! behaviour (Retry-After, redirects, trust, …) are in one file; `support` is the shared harness.
 
 mod support;
 
-mod chains;
 mod compose;
+mod configuration;
+mod diagnostics;
 mod differential;
+mod discovery_chains;
 mod documents;
-mod faults;
-mod field;
 mod fuzz_seeds;
-mod gate;
 mod image;
 mod in_cluster;
+mod issuers;
+mod network_faults;
+mod output;
 mod parity;
 mod peer;
 mod properties;
+mod proxy;
+mod readiness;
 mod recipes;
+mod redirects;
+mod retry_after;
+mod signals;
 mod structure;
-mod trust;
+mod tls_trust;

@@ -2,11 +2,13 @@
 //! each test scripts, and a runner for the real binary. Everything listens on loopback only.
 
 mod gate;
+mod metadata;
 mod pki;
 mod provider;
 mod real_peers;
 
 pub use gate::*;
+pub use metadata::*;
 pub use pki::*;
 pub use provider::*;
 pub use real_peers::*;

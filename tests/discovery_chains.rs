@@ -1,35 +1,12 @@
-//! Discovery chains (issue 11): `--metadata auto` in the MCP order, protected resources (RFC 9728)
-//! down to every authorization server they name, and `--jwks-url`, against local providers.
+//! Discovery chains: `--metadata auto` in the MCP clients' order (a client error or a 502 passes
+//! on to the next URL, another server error or a bad document ends the attempt), protected
+//! resources (RFC 9728: the resource's own 401 challenge, the path form, the root, the legacy
+//! path) down to every authorization server they name, what MCP clients demand of those documents
+//! (registration, PKCE, https throughout a chain given as https), and `--jwks-url`, against local
+//! providers. A redirect along a chain is in `redirects.rs`.
 
 use crate::support::*;
 use serde_json::{Value, json};
-
-const OAUTH: &str = "/.well-known/oauth-authorization-server";
-const PRM: &str = "/.well-known/oauth-protected-resource";
-
-/// An RFC 8414 document for `issuer` (no jwks_uri: it is optional there).
-fn oauth_doc(issuer: &str) -> String {
-    json!({
-        "issuer": issuer,
-        "authorization_endpoint": format!("{}/authorize", issuer.trim_end_matches('/')),
-        "token_endpoint": format!("{}/token", issuer.trim_end_matches('/')),
-        "response_types_supported": ["code"],
-        "code_challenge_methods_supported": ["S256"],
-    })
-    .to_string()
-}
-
-fn prm_doc(resource: &str, servers: &[&str]) -> String {
-    json!({ "resource": resource, "authorization_servers": servers }).to_string()
-}
-
-/// Serves each path's reply; 404 elsewhere.
-fn routes(table: Vec<(String, u16, String)>) -> Handler {
-    reply(move |req, _| match table.iter().find(|(path, _, _)| *path == req.path) {
-        Some((_, status, body)) => Reply::json(*status, body.clone()),
-        None => Reply::json(404, r#"{"error":"not_found"}"#),
-    })
-}
 
 #[test]
 fn auto_tries_the_mcp_order_and_says_which_url_passed() {
@@ -127,7 +104,7 @@ fn a_resource_is_ready_when_its_metadata_and_every_server_are() {
     assert_logged(&r, &["passed: resource metadata at", &format!("authorization server issuer {as1:?} served by")]);
 }
 
-/// Issue 17, section 4: how an MCP client can register, said in the log and the JSON for every
+/// How an MCP client can register, said in the log and the JSON for every
 /// server judged by MCP's rules; a warning when it cannot register at all.
 #[test]
 fn registration_is_reported_for_each_server_mcp_clients_use() {
@@ -176,7 +153,7 @@ fn registration_is_reported_for_each_server_mcp_clients_use() {
     assert_eq!(entry["authorization_servers"][1]["registration"], "none", "{entry}");
 }
 
-/// The clients' order (issue 17 §3): the resource's own `401` challenge first, whose
+/// The clients' order: the resource's own `401` challenge first, whose
 /// `resource_metadata` MCP clients MUST use; then the path form; then the root.
 #[test]
 fn the_challenge_comes_first_then_the_path_form_then_the_root() {
@@ -326,13 +303,6 @@ fn plain_provider(handler: impl FnOnce(&str) -> Handler) -> (Provider, String) {
     (slot.listen(Mode::Plain, handler(&base)), base)
 }
 
-/// The gate for `--resource`, trusting the test CA, with `--once --output json` and `extra`.
-fn resource_gate(ca: &TestCa, resource: &str, extra: &[&str]) -> Run {
-    let mut cmd = gate();
-    cmd.args(["--resource", resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]).args(extra);
-    run(cmd)
-}
-
 #[track_caller]
 fn assert_failed(r: &Run, class: &str, link: &str, phrases: &[&str]) {
     assert_exit(r, 1);
@@ -341,7 +311,7 @@ fn assert_failed(r: &Run, class: &str, link: &str, phrases: &[&str]) {
     assert_eq!((failure["class"].as_str(), failure["link"].as_str()), (Some(class), Some(link)), "{}", r.log());
 }
 
-/// Issue 17: a chain the user gave as https stays https. A plain-http link the gate takes from a
+/// A chain the user gave as https stays https. A plain-http link the gate takes from a
 /// server fails, naming the link and the URL, before anything is fetched from it: the metadata
 /// URL of a resource's challenge, an authorization server the metadata lists, a `jwks_uri`.
 #[test]
@@ -548,45 +518,6 @@ fn a_plain_issuer_without_authorization_endpoint_still_passes() {
         assert_exit(&r, 0);
         assert_logged(&r, &["usual member(s) missing: authorization_endpoint"]);
     }
-}
-
-/// Issue 17 §3: a redirect the gate does not follow (another origin, https to http) is passed
-/// over, as the MCP TypeScript SDK 1.32.2 does: `fetchWithinOrigin` hands the 3xx back and
-/// `discoverAuthorizationServerMetadata` / `shouldAttemptFallback` go on for any status below 500.
-#[test]
-fn an_unfollowed_redirect_passes_on_to_the_next_url() {
-    let ca = TestCa::new();
-    let (_as, issuer) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
-        routes(vec![(OAUTH.to_string(), 200, oauth_doc(iss))])
-    });
-    let servers = [issuer.as_str()];
-    let elsewhere = format!("{issuer}/somewhere");
-    let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
-        let doc = prm_doc(res, &servers);
-        reply(move |req, _| match req.path.as_str() {
-            p if p == format!("{PRM}/mcp") => Reply::redirect(302, &elsewhere),
-            PRM => Reply::json(200, doc.clone()),
-            _ => Reply::json(404, "{}"),
-        })
-    });
-    let r = resource_gate(&ca, &resource, &[]);
-    assert_exit(&r, 0);
-    assert_eq!(rs.paths(), ["/mcp".to_string(), format!("{PRM}/mcp"), PRM.to_string()]);
-    assert_logged(&r, &["protected resource metadata: passed over", "refused redirect to another origin"]);
-
-    // Under auto: RFC 8414 redirects to plain http, the OIDC document at the root passes.
-    let (p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
-        let (plain, doc) = (iss.replace("https://", "http://"), discovery_doc(iss));
-        reply(move |req, _| match req.path.as_str() {
-            OAUTH => Reply::redirect(301, &format!("{plain}{OAUTH}")),
-            WELL_KNOWN => Reply::json(200, doc.clone()),
-            _ => Reply::json(404, "{}"),
-        })
-    });
-    let r = run_args(gate_for(&ca, &iss), &["--metadata", "auto", "--once"]);
-    assert_exit(&r, 0);
-    assert_eq!(p.paths(), [OAUTH, WELL_KNOWN]);
-    assert_logged(&r, &["passed over", "refused redirect from https to plain http"]);
 }
 
 /// A 502 (a proxy with no route for the path) passes on to the next URL, for both kinds of

@@ -1,0 +1,170 @@
+//! Configuration: by flags, by `WAIT_FOR_IDP_*` variables alone, or by oauth2-proxy's own
+//! variables read as oauth2-proxy reads them; `--help` and `--version`; an issuer given twice is
+//! polled once; and every way bad input ends in exit 2, naming the flag or variable and how to
+//! write it (a bad URL, an unrendered template, credentials redacted).
+
+use crate::support::*;
+
+#[test]
+fn configured_entirely_by_environment_variables() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/demo");
+    let log = ca.path("termination-log");
+    let mut cmd = gate();
+    cmd.env("WAIT_FOR_IDP_ISSUER", &iss)
+        .env("WAIT_FOR_IDP_CA_FILE", format!("{},{}", ca.ca_arg(), ca.ca_arg()))
+        .env("WAIT_FOR_IDP_TIMEOUT", "20s")
+        .env("WAIT_FOR_IDP_INTERVAL", "500ms")
+        .env("WAIT_FOR_IDP_ATTEMPT_TIMEOUT", "3s")
+        .env("WAIT_FOR_IDP_MAX_ATTEMPTS", "3")
+        .env("WAIT_FOR_IDP_METADATA", "oidc")
+        .env("WAIT_FOR_IDP_STRICT", "true")
+        .env("WAIT_FOR_IDP_FAIL_CLOSED", "true")
+        .env("WAIT_FOR_IDP_TERMINATION_LOG", &log)
+        .env("WAIT_FOR_IDP_QUIET", "true");
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    assert_eq!(r.log().lines().count(), 1, "--quiet keeps only the final line: {}", r.log());
+    assert!(std::fs::read_to_string(&log).unwrap().starts_with("ready: "));
+
+    let mut cmd = gate();
+    cmd.env("WAIT_FOR_IDP_ISSUER", &iss)
+        .env("WAIT_FOR_IDP_DISCOVERY_URL", format!("{iss}{WELL_KNOWN}"))
+        .env("WAIT_FOR_IDP_CA_FILE", ca.ca_arg())
+        .env("WAIT_FOR_IDP_SKIP_ISSUER_CHECK", "no")
+        .env("WAIT_FOR_IDP_MAX_ATTEMPTS", "1");
+    assert_exit(&run(cmd), 0);
+}
+
+#[test]
+fn oauth2_proxy_issuer_variable_is_one_url_taken_as_it_is() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/a,b");
+    let mut cmd = gate();
+    cmd.env("OAUTH2_PROXY_OIDC_ISSUER_URL", &iss).env("OAUTH2_PROXY_PROVIDER_CA_FILES", ca.ca_arg()).arg("--once");
+    let r = run(cmd);
+    assert_eq!(r.code, Some(0), "a comma is part of the URL: {}", r.log());
+
+    let mut cmd = gate();
+    cmd.env("OAUTH2_PROXY_OIDC_ISSUER_URL", format!("{iss} ")).arg("--once");
+    let r = run(cmd);
+    assert_exit(&r, 2);
+    assert!(
+        r.log().contains("OAUTH2_PROXY_OIDC_ISSUER_URL") && r.log().contains("trailing white space"),
+        "{}",
+        r.log()
+    );
+}
+
+#[test]
+fn the_same_issuer_twice_is_polled_once() {
+    let ca = TestCa::new();
+    let (p, iss) = ready_provider(&ca, "localhost", "");
+    let mut cmd = gate_for(&ca, &iss);
+    cmd.args(["--issuer", &iss]);
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    assert_eq!(p.count(), 1);
+    assert_logged(&r, &["is given twice; it is polled once"]);
+}
+
+#[test]
+fn help_and_version() {
+    let r = run_args(gate(), &["--help"]);
+    assert_exit(&r, 0);
+    assert!(r.stdout.contains("[env: WAIT_FOR_IDP_TIMEOUT]") && r.stdout.contains("Exit codes"), "{}", r.stdout);
+    let r = run_args(gate(), &["--version"]);
+    assert_exit(&r, 0);
+    assert!(r.stdout.starts_with("wait-for-idp "));
+}
+
+/// Every way to get exit 2, each naming the flag or variable and the fix, credentials redacted.
+#[test]
+fn bad_input_exits_2_naming_the_flag_or_variable_and_the_fix() {
+    let ca = TestCa::new();
+    let files = [
+        ("empty.pem", &b""[..]),
+        ("ca.der", &[0x30u8, 0x82, 0x01, 0x00][..]),
+        ("key.pem", &b"-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n"[..]),
+    ];
+    for (name, bytes) in files {
+        std::fs::write(ca.path(name), bytes).unwrap();
+    }
+    let ca_file = |name: &str| ca.path(name).display().to_string();
+    let (empty, der, key) = (ca_file("empty.pem"), ca_file("ca.der"), ca_file("key.pem"));
+    type Case<'a> = (Vec<&'a str>, &'a [(&'a str, &'a str)], &'a str);
+    let cases: Vec<Case> = vec![
+        (vec!["--issuer", "https://h", "--timeout", "0"], &[], "--timeout: '0'"),
+        (vec!["--issuer", "https://h", "--timeout", "-32"], &[], "--timeout: '-32'"),
+        (vec!["--issuer", "https://h", "--interval", "fast"], &[], "--interval: 'fast'"),
+        (vec!["--issuer", "https://h", "--attempt-timeout", "-1s"], &[], "--attempt-timeout: '-1s'"),
+        (vec!["--issuer", "https://h", "--max-attempts", "0"], &[], "--max-attempts: '0'"),
+        (vec!["--issuer", "sso.example.com"], &[], "--issuer: 'sso.example.com' is not an absolute URL"),
+        (vec!["--issuer", "not a url"], &[], "--issuer: 'not a url' is not an absolute URL"),
+        (vec!["--issuer", "ftp://h"], &[], "has the scheme 'ftp'"),
+        (vec!["--issuer", "https://h/?x=1"], &[], "query"),
+        (vec!["--issuer", "https://h#frag"], &[], "has a fragment"),
+        (vec!["--issuer", ""], &[], "--issuer: '' is empty"),
+        (
+            vec!["--issuer", "https://h", "--ca-file", "/nonexistent.pem"],
+            &[],
+            "--ca-file: CA file '/nonexistent.pem' cannot be read",
+        ),
+        (vec!["--issuer", "https://h", "--ca-file", &empty], &[], "is empty"),
+        (vec!["--issuer", "https://h", "--ca-file", &der], &[], "is not PEM"),
+        (vec!["--issuer", "https://h", "--ca-file", &key], &[], "no 'CERTIFICATE' block"),
+        (vec!["--issuer", "https://h", "--once", "--max-attempts", "3"], &[], "--once makes exactly one attempt"),
+        (
+            vec!["--issuer", "https://h"],
+            &[("WAIT_FOR_IDP_TIMEOUT", "5 minutes please")],
+            "WAIT_FOR_IDP_TIMEOUT: '5 minutes please'",
+        ),
+        (vec!["--issuer", "https://h"], &[("WAIT_FOR_IDP_MAX_ATTEMPTS", "many")], "WAIT_FOR_IDP_MAX_ATTEMPTS: 'many'"),
+        (vec!["--issuer", "https://h"], &[("WAIT_FOR_IDP_METADATA", "saml")], "WAIT_FOR_IDP_METADATA: 'saml'"),
+        (
+            vec![],
+            &[("WAIT_FOR_IDP_ISSUER", "https://u:hunter2@h")],
+            "WAIT_FOR_IDP_ISSUER: 'https://***@h' carries credentials",
+        ),
+        (vec!["--issuer", "https://h"], &[("HTTPS_PROXY", "socks5://u:pw@p:1")], "HTTPS_PROXY: 'socks5://***@p:1'"),
+        (vec![], &[], "no issuer given"),
+        (vec!["--issuer", "https://h", "--bogus"], &[], "unexpected argument '--bogus'"),
+    ];
+    for (args, env, expected) in cases {
+        let mut cmd = gate();
+        cmd.args(&args).envs(env.iter().copied());
+        let r = run(cmd);
+        assert_eq!(r.code, Some(2), "{args:?} {env:?}: {}", r.log());
+        assert!(r.log().contains(expected), "{args:?} {env:?}: expected {expected:?} in {}", r.log());
+        assert!(!r.log().contains("hunter2") && !r.log().contains(":pw@"), "{}", r.log());
+    }
+}
+
+#[test]
+fn bad_urls_say_how_to_write_them() {
+    let long = format!("https://h/{}", "a".repeat(70_000));
+    for (issuer, expected) in [
+        ("https://bücher.example/realms/x", "punycode"),
+        (" https://h/realms/x", "leading or trailing white space"),
+        (long.as_str(), "the HTTP stack accepts URLs of at most 65534"),
+    ] {
+        let mut cmd = gate();
+        cmd.args(["--issuer", issuer]);
+        let r = run(cmd);
+        assert_exit(&r, 2);
+        assert!(r.log().contains(expected), "{expected}: {}", r.log());
+    }
+}
+
+#[test]
+fn an_unrendered_template_is_named() {
+    let template = "{{ .Values.config.issuer }}";
+    let r = run_args(gate(), &["--issuer", template, "--once"]);
+    assert_exit(&r, 2);
+    assert_logged(&r, &["--issuer: '{{ .Values.config.issuer }}' contains '{{': an unrendered Helm/Go template"]);
+    let mut cmd = gate();
+    cmd.arg("--once").env("OAUTH2_PROXY_OIDC_ISSUER_URL", template);
+    let r = run(cmd);
+    assert_exit(&r, 2);
+    assert_logged(&r, &["OAUTH2_PROXY_OIDC_ISSUER_URL: '{{", "unrendered Helm/Go template", "write the URL itself"]);
+}

@@ -1,0 +1,70 @@
+//! Failure messages say what is actually wrong rather than a plausible guess: hosts that differ
+//! only in case, a body encoded although no encoding was asked for, a 401 on discovery (a wrong
+//! path or a disabled issuer), `--check-jwks` where only HS256 is offered (no public key can
+//! exist, so no gateway or network policy is blamed). Certificate problems are explained in
+//! `tls_trust.rs`, bad input in `configuration.rs`.
+
+use crate::support::*;
+use serde_json::Value;
+use std::sync::Arc;
+
+#[test]
+fn messages_say_what_is_actually_wrong() {
+    let ca = TestCa::new();
+    // The host differs only in case.
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/x");
+    let mut cmd = gate_for(&ca, &iss.replace("localhost", "LocalHost"));
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["the hosts differ in case", "byte for byte"]);
+    assert!(!r.log().contains("the paths differ"), "{}", r.log());
+    assert!(!r.log().contains(" left)"), "--once has no time left to speak of: {}", r.log());
+
+    // A body encoded although no encoding was asked for.
+    let gz = Provider::start(
+        tls_mode(ca.leaf(&["localhost"])),
+        Arc::new(|_, _| Reply::Response {
+            status: 200,
+            headers: vec![("Content-Encoding".into(), "gzip".into())],
+            body: vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3],
+        }),
+    );
+    let mut cmd = gate_for(&ca, &gz.issuer(""));
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert_logged(&r, &["body: the body is gzip-encoded although"]);
+    assert!(!r.log().contains("UTF-8"), "{}", r.log());
+
+    // 401 on discovery: a wrong path or a disabled issuer, not only a network policy.
+    let locked = Provider::start(tls_mode(ca.leaf(&["localhost"])), Arc::new(|_, _| Reply::json(401, "{}")));
+    let mut cmd = gate_for(&ca, &locked.issuer(""));
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert_logged(&r, &["check the path", "enabled"]);
+
+    // --check-jwks where only HS256 is offered: no key can ever exist.
+    let slot = Reserved::new();
+    let hs_iss = slot.issuer("");
+    let mut doc: Value = serde_json::from_str(&discovery_doc(&hs_iss)).unwrap();
+    doc["id_token_signing_alg_values_supported"] = serde_json::json!(["HS256"]);
+    let doc = doc.to_string();
+    let _hs = slot.listen(
+        tls_mode(ca.leaf(&["localhost"])),
+        Arc::new(
+            move |req, _| if req.path == WELL_KNOWN { Reply::json(200, doc.clone()) } else { Reply::json(403, "{}") },
+        ),
+    );
+    let mut cmd = gate_for(&ca, &hs_iss);
+    cmd.args(["--once", "--check-jwks"]);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert!(
+        r.log().contains("only with HS256 (a shared secret), so no public key exists to check: drop --check-jwks"),
+        "{}",
+        r.log()
+    );
+    // Issue 17, section 6: the cause is known, so no guess at a gateway or network policy.
+    assert!(!r.log().contains("network policy") && !r.log().contains("metadata is normally public"), "{}", r.log());
+    assert_logged(&r, &["/protocol/openid-connect/certs answered HTTP 403)"]);
+}

@@ -1,0 +1,139 @@
+//! An issuer and its metadata document, end to end: where the document is looked for (`--metadata
+//! oidc` appends the well-known suffix, `oauth` inserts it after the host; path and IPv6-literal
+//! issuers; `--discovery-url` fetches elsewhere but still expects the issuer), that its `issuer`
+//! matches the configured one byte for byte (both values shown, a trailing slash counts, two
+//! `issuer` members are ambiguous, `--skip-issuer-check` for Entra's `common`), and what
+//! `--strict` asks of the rest. The rules over real providers' documents are in `documents.rs`;
+//! the `auto` order and resource chains in `discovery_chains.rs`.
+
+use crate::support::*;
+use serde_json::Value;
+
+#[test]
+fn issuer_mismatch_never_passes_and_shows_both_values() {
+    let ca = TestCa::new();
+    let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |_| {
+        serve_at(WELL_KNOWN, discovery_doc("https://sso.example.com"))
+    });
+    let r = run_args(gate_for(&ca, &iss), &["--timeout", "1500ms", "--fail-closed"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["issuer-mismatch", "\"https://sso.example.com\"", &format!("{iss:?}"), "--discovery-url"]);
+    assert_logged(&r, &["failures by class: issuer-mismatch="]);
+}
+
+#[test]
+fn trailing_slash_is_part_of_the_issuer() {
+    let ca = TestCa::new();
+    let (_p, with_slash) = ready_provider(&ca, "localhost", "/application/o/app/");
+    assert_exit(&run(gate_for(&ca, &with_slash)), 0);
+
+    let r = run_args(gate_for(&ca, with_slash.trim_end_matches('/')), &["--max-attempts", "1", "--fail-closed"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["only the trailing slash differs"]);
+}
+
+#[test]
+fn duplicate_issuer_members_are_ambiguous() {
+    let ca = TestCa::new();
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
+    let doc: Value = serde_json::from_str(&discovery_doc(&iss)).unwrap();
+    let body = doc.to_string().replacen('{', "{\"Issuer\":\"https://evil.test\",", 1);
+    let _p = slot.listen(tls_mode(ca.leaf(&["localhost"])), serve_at(WELL_KNOWN, body));
+    let mut cmd = gate_for(&ca, &iss);
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["json: the document has 2 \"issuer\" members (\"Issuer\", \"issuer\")"]);
+}
+
+#[test]
+fn skip_issuer_check_accepts_entra_common_with_a_warning() {
+    let ca = TestCa::new();
+    let body = std::fs::read_to_string(fixture("entra-common.json")).unwrap();
+    let p = Provider::start(tls_mode(ca.leaf(&["localhost"])), serve_at(&format!("/common/v2.0{WELL_KNOWN}"), body));
+    let iss = p.issuer("/common/v2.0");
+    let r = run_args(gate_for(&ca, &iss), &["--once"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["{tenantid}"]);
+    let r = run_args(gate_for(&ca, &iss), &["--once", "--skip-issuer-check"]);
+    assert_exit(&r, 0);
+    assert_logged(&r, &["WARN", "--skip-issuer-check"]);
+}
+
+/// Keycloak realm issuers under both metadata kinds: OIDC appends the well-known suffix, RFC 8414
+/// inserts it after the host.
+#[test]
+fn path_issuers_under_both_metadata_kinds() {
+    let ca = TestCa::new();
+    let (p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/realms/demo", |iss| {
+        let doc = discovery_doc(iss);
+        reply(move |req, _| match req.path.as_str() {
+            "/realms/demo/.well-known/openid-configuration" | "/.well-known/oauth-authorization-server/realms/demo" => {
+                Reply::json(200, doc.clone())
+            }
+            _ => Reply::json(404, r#"{"error":"Realm does not exist"}"#),
+        })
+    });
+    for kind in ["oidc", "oauth"] {
+        let r = run_args(gate_for(&ca, &iss), &["--metadata", kind, "--max-attempts", "1", "--fail-closed"]);
+        assert_exit(&r, 0);
+    }
+    assert_eq!(
+        p.paths(),
+        ["/realms/demo/.well-known/openid-configuration", "/.well-known/oauth-authorization-server/realms/demo"]
+    );
+
+    let r =
+        run_args(gate_for(&ca, &format!("{iss}/")), &["--metadata", "oauth", "--max-attempts", "1", "--fail-closed"]);
+    assert_exit(&r, 1);
+    assert_eq!(p.paths().last().unwrap(), "/.well-known/oauth-authorization-server/realms/demo");
+}
+
+#[test]
+fn ipv6_literal_issuers() {
+    let ca = TestCa::new();
+    let slot = Reserved::v6();
+    let iss = issuer_at("[::1]", slot.port, "");
+    let _p = slot.listen(tls_mode(ca.leaf(&["::1"])), serve_at(WELL_KNOWN, discovery_doc(&iss)));
+    for kind in ["oidc", "oauth"] {
+        let mut cmd = gate();
+        cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--metadata", kind, "--once"]);
+        let r = run(cmd);
+        if kind == "oidc" {
+            assert_exit(&r, 0);
+        } else {
+            assert!(r.log().contains("HTTP 404"), "oauth looks elsewhere: {}", r.log());
+        }
+    }
+}
+
+#[test]
+fn discovery_url_fetches_elsewhere_but_expects_the_issuer() {
+    let ca = TestCa::new();
+    let public = "https://sso.example.com/realms/demo";
+    let p = Provider::start(
+        tls_mode(ca.leaf(&["localhost"])),
+        serve_at(&format!("/realms/demo{WELL_KNOWN}"), discovery_doc(public)),
+    );
+    let r = run_args(
+        gate_for(&ca, public),
+        &["--discovery-url", &p.issuer(&format!("/realms/demo{WELL_KNOWN}")), "--once"],
+    );
+    assert_exit(&r, 0);
+}
+
+#[test]
+fn kubernetes_api_server_document_passes_without_strict_only() {
+    let ca = TestCa::new();
+    let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+        let body = std::fs::read_to_string(fixture("kubernetes-sa.json")).unwrap();
+        serve_at(WELL_KNOWN, body.replace("https://issuer.example.com", iss))
+    });
+    let r = run_args(gate_for(&ca, &iss), &["--once"]);
+    assert_exit(&r, 0);
+    assert_logged(&r, &["usual member(s) missing: authorization_endpoint"]);
+    let r = run_args(gate_for(&ca, &iss), &["--once", "--strict"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["missing-field: --strict: REQUIRED member(s) missing: authorization_endpoint"]);
+}

@@ -1,0 +1,73 @@
+//! Signals: a SIGTERM ends the wait promptly as interrupted (exit 143; in the JSON the run and a
+//! target still waiting are `interrupted`, its last failure kept; the termination log says so),
+//! also as PID 1, where the kernel drops a SIGTERM unless the gate installs a handler.
+
+use crate::support::*;
+use std::time::{Duration, Instant};
+
+/// A SIGTERM ends the run as interrupted, in the JSON as in the exit code:
+/// the verdict of a target still waiting is `interrupted`, with its last failure kept.
+#[test]
+fn sigterm_is_reported_as_interrupted_in_the_json() {
+    let ca = TestCa::new();
+    let p = always_503(&ca);
+    let mut cmd = gate_for(&ca, &p.issuer(""));
+    cmd.args(["--timeout", "60s", "--interval", "200ms", "--output", "json"]);
+    let child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    while p.count() < 2 && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["outcome"], "interrupted");
+    assert_eq!(json["issuers"][0]["verdict"], "interrupted", "{json}");
+    assert_eq!(json["issuers"][0]["last_failure"]["class"], "http-status", "{json}");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("not ready (interrupted after "), "{log}");
+}
+
+/// As PID 1 the kernel drops SIGTERM unless a handler is installed; the gate installs one.
+#[test]
+#[ignore = "needs root: unshare --pid, to be PID 1; the test command runs it"]
+fn sigterm_as_pid_1_ends_the_wait_promptly() {
+    let probe = std::process::Command::new("unshare").args(["--pid", "--fork", "--mount-proc", "true"]).status();
+    assert!(matches!(probe, Ok(s) if s.success()), "this test needs `unshare --pid --fork` (util-linux, run as root)");
+    let ca = TestCa::new();
+    let p = always_503(&ca);
+    let log = ca.path("termination-log");
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--pid", "--fork", "--mount-proc", "--kill-child", bin(), "--issuer", &p.issuer("")])
+        .args(["--ca-file", &ca.ca_arg(), "--timeout", "60s", "--termination-log"])
+        .arg(&log)
+        .env_clear()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    // Wait for the first attempt, then signal the gate (PID 1 inside) from outside, as the kubelet does.
+    let start = Instant::now();
+    while p.count() == 0 && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let children = std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id())).unwrap();
+    let pid: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    let status_line = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(status_line.lines().any(|l| l.starts_with("NSpid:") && l.trim_end().ends_with("\t1")), "{status_line}");
+    let sent = Instant::now();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(sent.elapsed() < Duration::from_secs(5), "SIGTERM ignored");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let took = sent.elapsed();
+    assert_eq!(status.code(), Some(143));
+    assert!(took < Duration::from_millis(500), "took {took:?}");
+    let line = std::fs::read_to_string(&log).unwrap();
+    assert!(line.starts_with("interrupted by SIGTERM"), "{line}");
+}

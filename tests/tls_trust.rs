@@ -1,0 +1,251 @@
+//! TLS trust and certificates: trust as the real client trusts (`--ca-file`, a self-signed CA
+//! certificate given as one, Go's `SSL_CERT_FILE` and `SSL_CERT_DIR`, oauth2-proxy's own CA
+//! settings, what `--dry-run` says of them), a proxy that skips certificate checks, and each
+//! certificate problem explained in words (name, dates, a P-521 key, an IP address listed as a DNS
+//! name, a required client certificate). The fault matrix (`network_faults.rs`) holds the rows for
+//! an untrusted CA, a wrong name, an expired certificate, a self-signed leaf and plain HTTP on the
+//! https port.
+
+use crate::support::*;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The gate for `issuer`, one attempt, with these variables and nothing else trusted.
+fn once_with(issuer: &str, env: &[(&str, &str)]) -> Run {
+    let mut cmd = gate();
+    cmd.args(["--issuer", issuer, "--once"]).envs(env.iter().copied());
+    run(cmd)
+}
+
+#[test]
+fn ssl_cert_file_is_trusted() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    assert_exit(&once_with(&iss, &[]), 1);
+    let r = once_with(&iss, &[("SSL_CERT_FILE", &ca.ca_arg())]);
+    assert_exit(&r, 0);
+}
+
+#[test]
+fn ssl_cert_dir_is_trusted() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    // Go reads every file of each directory and skips what is not PEM; a missing directory is
+    // said, and the others still count.
+    std::fs::write(ca.path("notes.txt"), "not a certificate").unwrap();
+    let dirs = format!("/nonexistent/certs:{}", ca.dir.path().display());
+    let r = once_with(&iss, &[("SSL_CERT_DIR", &dirs)]);
+    assert_exit(&r, 0);
+    assert_logged(&r, &["WARN  SSL_CERT_DIR: '/nonexistent/certs' cannot be read as a directory"]);
+}
+
+#[test]
+fn oauth2_proxy_ca_files_alone_replace_the_system_pool() {
+    let server_ca = TestCa::new();
+    let (_p, iss) = ready_provider(&server_ca, "localhost", "");
+    // Another CA (another name: TestCa's all share one), for the proxy's CA files.
+    let (_, other_ca) = self_signed_ca_cert(server_ca.dir.path(), &["other.example"], (2020, 1, 1), (2090, 1, 1));
+    let env =
+        [("SSL_CERT_FILE", server_ca.ca_arg()), ("OAUTH2_PROXY_PROVIDER_CA_FILES", other_ca.display().to_string())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // oauth2-proxy trusts only its CA files here: the server's CA in SSL_CERT_FILE does not count.
+    let r = once_with(&iss, &env);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["trusting only the CA files in OAUTH2_PROXY_PROVIDER_CA_FILES", "tls: ", "unknown CA"]);
+    let mut with_system = env.clone();
+    with_system.push(("OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE", "true"));
+    assert_exit(&once_with(&iss, &with_system), 0);
+}
+
+#[test]
+fn a_proxy_that_skips_certificate_checks_ends_the_wait_at_the_first_rejection() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    for (extra, code) in [(None, 0), (Some("--fail-closed"), 1)] {
+        let mut cmd = gate();
+        cmd.args(["--issuer", &iss, "--timeout", "20s", "--output", "json"]).args(extra);
+        cmd.env("OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY", "true");
+        let r = run(cmd);
+        assert_exit(&r, code);
+        assert!(r.elapsed < Duration::from_secs(3), "ended after {:?}\n{}", r.elapsed, r.log());
+        assert_logged(&r, &["oauth2-proxy skips this check", "--ca-file PATH or WAIT_FOR_IDP_CA_FILE"]);
+        assert_logged(&r, &["certificate rejected, a check oauth2-proxy skips; last failure: tls"]);
+        assert_logged(&r, &[if code == 0 { "failing open" } else { "failing closed" }]);
+        let json = r.json();
+        assert_eq!(json["issuers"][0]["last_failure"]["class"], "tls");
+        assert_eq!(json["issuers"][0]["last_failure"]["link"], "metadata");
+        assert_eq!(json["issuers"][0]["attempts"], 1);
+        assert_eq!(json["issuers"][0]["verdict"], "certificate-rejected");
+    }
+}
+
+#[test]
+fn a_proxy_that_skips_certificate_checks_still_waits_for_a_503() {
+    let ca = TestCa::new();
+    let p = always_503(&ca);
+    let mut cmd = gate_for(&ca, &p.issuer(""));
+    cmd.args(["--timeout", "2s"]).env("OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY", "true");
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    assert!(r.elapsed >= Duration::from_millis(1_500), "ended early, after {:?}\n{}", r.elapsed, r.log());
+    assert_logged(&r, &["http-status: HTTP 503", "timeout of 2.00s used up"]);
+    assert!(!r.log().contains("oauth2-proxy skips this check"), "{}", r.log());
+}
+
+#[test]
+fn dry_run_names_the_trust_sources_and_the_skip_verify_conflict() {
+    let ca = TestCa::new();
+    let mut cmd = gate();
+    cmd.args(["--issuer", "https://sso.example.com", "--ca-file", &ca.ca_arg(), "--dry-run"]);
+    cmd.env("SSL_CERT_FILE", ca.ca_arg()).env("SSL_CERT_DIR", ca.dir.path());
+    cmd.env("OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY", "true");
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    let (pem, dir) = (ca.ca_arg(), ca.dir.path().display().to_string());
+    for line in [
+        "trust           Mozilla's roots".to_string(),
+        format!("trust           --ca-file {pem}: 1 certificate(s)"),
+        format!("trust           SSL_CERT_FILE {pem}: 1 certificate(s)"),
+        format!("trust           SSL_CERT_DIR {dir}: 1 certificate(s)"),
+        "warning         OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY is true: oauth2-proxy skips certificate checks, the \
+         gate never does; give it the provider's CA with --ca-file"
+            .to_string(),
+    ] {
+        assert!(r.stdout.contains(&line), "{line:?} not in\n{}", r.stdout);
+    }
+    let mut cmd = gate();
+    cmd.args(["--issuer", "https://sso.example.com", "--dry-run"]);
+    cmd.env("OAUTH2_PROXY_PROVIDER_CA_FILES", ca.ca_arg());
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    assert!(!r.stdout.contains("Mozilla's roots"), "{}", r.stdout);
+    assert!(r.stdout.contains(&format!("trust           OAUTH2_PROXY_PROVIDER_CA_FILES {pem}: 1")), "{}", r.stdout);
+    assert!(r.stdout.contains("note            trusting only the CA files"), "{}", r.stdout);
+}
+
+#[test]
+fn a_self_signed_ca_certificate_given_as_ca_file_is_accepted_with_name_and_dates_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (chain, pem) = self_signed_ca_cert(dir.path(), &["localhost"], (2020, 1, 1), (2090, 1, 1));
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
+    let p = slot.listen(tls_mode(chain), serve_at(WELL_KNOWN, discovery_doc(&iss)));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--once", "--ca-file"]).arg(&pem);
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    drop(p);
+
+    // Still checked: its name …
+    let (chain, pem) = self_signed_ca_cert(dir.path(), &["other.test"], (2020, 1, 1), (2090, 1, 1));
+    let p = Provider::start(tls_mode(chain), serve_at(WELL_KNOWN, String::new()));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &p.issuer(""), "--once", "--ca-file"]).arg(&pem);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["certificate is for other.test, not localhost"]);
+
+    // … and its validity period (webpki checks the dates before the CA flag).
+    let (chain, pem) = self_signed_ca_cert(dir.path(), &["localhost"], (2020, 1, 1), (2021, 1, 1));
+    let p = Provider::start(tls_mode(chain), serve_at(WELL_KNOWN, String::new()));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &p.issuer(""), "--once", "--ca-file"]).arg(&pem);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["has expired"]);
+}
+
+#[test]
+fn p521_certificates_are_explained() {
+    require_openssl();
+    let dir = tempfile::tempdir().unwrap();
+    let sh = |script: &str| {
+        let ok = Command::new("sh").arg("-c").arg(script).current_dir(dir.path()).stderr(Stdio::null()).status();
+        assert!(ok.unwrap().success(), "{script}");
+    };
+    sh("printf 'subjectAltName=DNS:localhost\\nbasicConstraints=CA:FALSE\\n' > ext");
+    // A P-521 CA signing a P-256 leaf; a P-256 CA signing a P-521 leaf.
+    for (ca_curve, leaf_curve, name) in [("P-521", "P-256", "a"), ("P-256", "P-521", "b")] {
+        sh(&format!(
+            "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:{ca_curve} -nodes -subj /CN=ca -keyout {name}ca.key \
+             -out {name}ca.pem -days 2 -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+             && openssl req -newkey ec -pkeyopt ec_paramgen_curve:{leaf_curve} -nodes -subj /CN=localhost \
+             -keyout {name}.key -out {name}.csr && openssl x509 -req -in {name}.csr -CA {name}ca.pem -CAkey {name}ca.key \
+             -CAcreateserial -out {name}.pem -days 2 -extfile ext"
+        ));
+    }
+    for (name, expected) in [
+        ("a", "is signed with an ECDSA P-521 key, which this build cannot verify"),
+        ("b", "broke off the TLS handshake (handshake_failure)"),
+    ] {
+        // openssl binds port 0 itself and says which port it got.
+        let mut server = Command::new("openssl")
+            .args(["s_server", "-www", "-accept", "127.0.0.1:0"])
+            .args(["-cert", &format!("{name}.pem"), "-key", &format!("{name}.key")])
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let port = accepted_port(server.stdout.take().unwrap());
+        let mut cmd = gate();
+        cmd.args(["--issuer", &issuer_at("localhost", port, ""), "--once", "--ca-file"])
+            .arg(dir.path().join(format!("{name}ca.pem")));
+        let r = run(cmd);
+        let _ = server.kill();
+        let _ = server.wait();
+        assert_exit(&r, 1);
+        assert!(r.log().contains(expected) && r.log().contains("P-521"), "{name}: {}", r.log());
+        assert!(!r.log().contains("signature_algorithm_id"), "no debug dump: {}", r.log());
+    }
+}
+
+#[test]
+fn an_ip_address_listed_only_as_a_dns_name_is_explained() {
+    let ca = TestCa::new();
+    let p = Provider::start(tls_mode(ca.leaf_dns_name_only("127.0.0.1")), serve_at(WELL_KNOWN, String::new()));
+    let mut cmd = gate_for(&ca, &issuer_at("127.0.0.1", p.port(), ""));
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["certificate lists 127.0.0.1 as a DNS name, not as an IP address"]);
+    assert!(!r.log().contains("not 127.0.0.1"), "{}", r.log());
+}
+
+#[test]
+fn a_required_client_certificate_is_class_tls_over_tls_1_2_and_1_3() {
+    let ca = TestCa::new();
+    for tls12_only in [true, false] {
+        let p = Provider::start(
+            tls_mode_requiring_client_cert(ca.leaf(&["localhost"]), &ca, tls12_only),
+            serve_at(WELL_KNOWN, String::new()),
+        );
+        for _ in 0..5 {
+            let mut cmd = gate_for(&ca, &p.issuer(""));
+            cmd.arg("--once");
+            let r = run(cmd);
+            assert_exit(&r, 1);
+            assert!(
+                r.log().contains("attempt 1: tls: localhost requires a client certificate (mutual TLS)"),
+                "TLS 1.2 only: {tls12_only}: {}",
+                r.log()
+            );
+        }
+    }
+}
+
+fn require_openssl() {
+    let ok = Command::new("openssl").arg("version").output().map(|o| o.status.success()).unwrap_or(false);
+    assert!(ok, "openssl is missing: run the test command (.ci/test), which installs it");
+}
+
+/// The port from openssl's `ACCEPT 127.0.0.1:PORT` line.
+fn accepted_port(stdout: std::process::ChildStdout) -> u16 {
+    use std::io::BufRead;
+    let line = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("ACCEPT "))
+        .expect("openssl s_server says where it listens");
+    line.rsplit(':').next().unwrap().parse().unwrap()
+}
