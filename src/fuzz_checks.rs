@@ -2,7 +2,8 @@
 //! seed inputs in the ordinary test suite (tests/fuzz_seeds.rs) without a nightly toolchain.
 //! Each function panics when a property fails, which is what a fuzzer looks for.
 
-use crate::rules::authorization_server::{MetadataKind, Rules, printable_excerpt, validate_document, well_known_url};
+use crate::rules::authorization_server::{MetadataKind, Rules, validate_document, well_known_url};
+use crate::rules::printable_excerpt;
 use crate::url;
 
 /// Document validation over arbitrary bytes: never panics, and never accepts a document for
@@ -47,12 +48,12 @@ pub fn urls(data: &[u8]) {
     }
     let redacted = url::redact(text);
     assert_eq!(url::redact(&redacted), redacted, "redaction is stable");
-    if let Ok(parts) = url::split(first) {
-        if parts.has_userinfo {
-            let r = url::redact(first);
-            let (_, after_scheme) = r.split_once("://").expect("a URL keeps its scheme");
-            assert!(after_scheme.starts_with("***@"), "credentials left in {r}");
-        }
+    if let Ok(parts) = url::split(first)
+        && parts.has_userinfo
+    {
+        let r = url::redact(first);
+        let (_, after_scheme) = r.split_once("://").expect("a URL keeps its scheme");
+        assert!(after_scheme.starts_with("***@"), "credentials left in {r}");
     }
 }
 

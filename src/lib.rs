@@ -18,7 +18,37 @@
 //! 7. report — everything the tool says
 //! 8. app — threads, signals and the exit code
 //! 9. fuzz_checks — the fuzz targets' properties (tests and fuzzing only)
+//!
+//! # Failures, from the leaves to the exit code
+//!
+//! Each layer has its own error type, and each becomes the next in one place only. Every message
+//! is written for the reader of `kubectl logs`: what is wrong, and what would be right.
+//!
+//! 1. **Problems** are pure: what is wrong with a string, a file or a body, with no notion of
+//!    where it came from — `url::Problem`, `rules::BodyProblem` and the document rules'
+//!    `DocumentProblem`, `ResourceProblem`, `JwksProblem`; `ConnectToProblem`, `CaFileProblem`,
+//!    `TokenProblem`.
+//! 2. **`config::ConfigError`** is a problem of a setting, named with the flag or variable it came
+//!    from (`config::Source`). Every one ends the run with exit 2 before any waiting; so does a
+//!    usage error of clap's.
+//! 3. **`net::http::FetchError`** is one GET that got no complete response: the resolver, a
+//!    refusal, a timeout at a stage, TLS, a redirect not followed, the body.
+//! 4. **`probe::Failure`** is why one attempt did not pass: a `FailureClass` (the word operators
+//!    grep for, part of the interface), the `Link` of the chain, the detail, and how to go on
+//!    (cheap to retry, conclusive, a `Retry-After`). `probe::failure` turns fetch errors and
+//!    document problems into failures, and nothing else does.
+//! 5. **`wait::Verdict`** is how one target's wait ended: ready, deadline, attempts exhausted, or
+//!    a conclusive failure.
+//! 6. **`report::Outcome`** is how the run ended (ready, failed open, not ready, interrupted), and
+//!    **`report::ExitCode`** the only place a number is made: 0, 1, 2 or 128 + the signal.
+//!
+//! Nothing on the way panics on input: hostile bytes are problems (the fuzz targets hold the rules
+//! to that), and a write that fails (a closed stderr, a full disk) changes neither the outcome nor
+//! the exit code.
 #![warn(unreachable_pub)]
+// Every dependency is used by the library (the binary is a thin shell around it); the test build
+// also sees the dev-dependencies, which only the integration tests use.
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod app;
 mod config;

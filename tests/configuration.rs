@@ -168,3 +168,43 @@ fn an_unrendered_template_is_named() {
     assert_exit(&r, 2);
     assert_logged(&r, &["OAUTH2_PROXY_OIDC_ISSUER_URL: '{{", "unrendered Helm/Go template", "write the URL itself"]);
 }
+
+/// `--dry-run` shows every setting `--help` offers, with its effective value and where it came
+/// from, and the address a `--connect-to` rule sends the connection to; a token file by its
+/// path, never its content.
+#[test]
+fn dry_run_shows_every_setting_with_its_origin_and_the_connect_to_route() {
+    let ca = TestCa::new();
+    let token = ca.path("token");
+    std::fs::write(&token, "s3cr3t-token-value-0123456789").unwrap();
+    let mut cmd = gate();
+    cmd.args(["--issuer", "https://kc.example/realms/x", "--connect-to", "kc.example:443:127.0.0.1:8443"]);
+    cmd.args(["--dry-run"]).env("WAIT_FOR_IDP_TIMEOUT", "90s").env("WAIT_FOR_IDP_TOKEN_FILE", &token);
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    let help = run_args(gate(), &["--help"]).stdout;
+    let flags: std::collections::BTreeSet<&str> = help
+        .split_whitespace()
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(|w| w.trim_end_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|w| !matches!(*w, "--help" | "--version"))
+        .collect();
+    assert!(flags.len() > 20, "{flags:?}");
+    for flag in flags {
+        assert!(
+            r.stdout.lines().any(|l| l.trim_start().starts_with(&format!("{flag} "))),
+            "{flag} not in\n{}",
+            r.stdout
+        );
+    }
+    for line in [
+        "connect       direct to 127.0.0.1:8443 (--connect-to kc.example:443:127.0.0.1:8443",
+        "(from --issuer)",
+        "1m30s (from WAIT_FOR_IDP_TIMEOUT)",
+        "(from WAIT_FOR_IDP_TOKEN_FILE)",
+        "--interval                  1.00s (default)",
+    ] {
+        assert!(r.stdout.contains(line), "{line:?} not in\n{}", r.stdout);
+    }
+    assert!(r.stdout.contains(token.to_str().unwrap()) && !r.stdout.contains("s3cr3t"), "{}", r.stdout);
+}

@@ -1,6 +1,8 @@
-//! The code's own shape, checked like behaviour: the layering written in `src/lib.rs` holds (no
-//! import points to a later layer, no cycle), no function outside tests runs over 80 lines,
-//! every declared dependency is used, and the README's flag table lists what `--help` offers.
+//! The code's own shape, checked like behaviour where no tool checks it: the layering written in
+//! `src/lib.rs` holds (no import points to a later layer, no cycle), no file carries over 450
+//! lines of non-test code, each variable's name is spelled once (in the settings table), every
+//! dev-dependency is used, and the README's flag table lists what `--help` offers. Function
+//! length and unused dependencies are clippy's and rustc's (Cargo.toml `[lints]`, src/lib.rs).
 
 use crate::support::{bin, gate};
 use std::collections::{BTreeMap, BTreeSet};
@@ -125,136 +127,53 @@ fn imports_follow_the_stated_layers_and_form_no_cycle() {
     }
 }
 
-/// Source text with string and char literals and comments blanked out, so that counting braces
-/// counts only code.
-fn code_only(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-        } else if c == 'r' && (next == Some('"') || next == Some('#')) && !prev_is_ident(&chars, i) {
-            let hashes = chars[i + 1..].iter().take_while(|c| **c == '#').count();
-            if chars.get(i + 1 + hashes) != Some(&'"') {
-                out.push(c);
-                i += 1;
-                continue;
-            }
-            i += 2 + hashes;
-            while i < chars.len() && !(chars[i] == '"' && chars[i + 1..].iter().take(hashes).all(|c| *c == '#')) {
-                out.push(if chars[i] == '\n' { '\n' } else { ' ' });
-                i += 1;
-            }
-            i += 1 + hashes;
-        } else if c == '"' {
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                if chars[i] == '\\' {
-                    i += 1;
-                }
-                out.push(if chars.get(i) == Some(&'\n') { '\n' } else { ' ' });
-                i += 1;
-            }
-            i += 1;
-        } else if c == '\'' && next == Some('\\') {
-            i += 2;
-            while i < chars.len() && chars[i] != '\'' {
-                i += 1;
-            }
-            i += 1;
-        } else if c == '\'' && chars.get(i + 2) == Some(&'\'') {
-            i += 3;
-        } else {
-            out.push(c);
-            i += 1;
-        }
+/// A source file without its tests: everything before its `#[cfg(test)]` module (which ends each
+/// file here), nothing of a file that is a test module itself.
+fn non_test_code(file: &Path) -> String {
+    if file.file_name().is_some_and(|n| n == "tests.rs") {
+        return String::new();
     }
-    out
-}
-
-fn prev_is_ident(chars: &[char], i: usize) -> bool {
-    i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_')
-}
-
-/// `(name, first line, lines)` of every function with a body, outside `#[cfg(test)]` modules.
-fn functions(text: &str) -> Vec<(String, usize, usize)> {
-    let code = code_only(text);
-    let lines: Vec<&str> = code.lines().collect();
-    let mut found = Vec::new();
-    let mut test_module_until: Option<usize> = None;
-    for (n, line) in lines.iter().enumerate() {
-        if test_module_until.is_some_and(|end| n <= end) {
-            continue;
-        }
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("#[cfg(test)]") {
-            if let Some(end) = block_end(&lines, n + 1) {
-                test_module_until = Some(end);
-            }
-            continue;
-        }
-        let item = trimmed.trim_start_matches("pub(crate) ").trim_start_matches("pub ").trim_start_matches("const ");
-        let Some(rest) = item.strip_prefix("fn ") else { continue };
-        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-        if let Some(end) = block_end(&lines, n) {
-            found.push((name, n + 1, end - n + 1));
-        }
+    let text = std::fs::read_to_string(file).unwrap();
+    match text.find("#[cfg(test)]") {
+        Some(i) => text[..i].to_string(),
+        None => text,
     }
-    found
 }
 
-/// The line where the block opened at or after line `start` closes; `None` if a `;` ends the
-/// item first (a declaration without a body).
-fn block_end(lines: &[&str], start: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut opened = false;
-    for (n, line) in lines.iter().enumerate().skip(start) {
-        for c in line.chars() {
-            match c {
-                '{' => {
-                    depth += 1;
-                    opened = true;
-                }
-                '}' => {
-                    depth = depth.saturating_sub(1);
-                    if opened && depth == 0 {
-                        return Some(n);
-                    }
-                }
-                ';' if !opened => return None,
-                _ => {}
-            }
-        }
-    }
-    None
-}
-
+/// Long files are where jobs pile up: split one by job before it passes this.
 #[test]
-fn no_function_outside_tests_runs_over_80_lines() {
-    let mut long = Vec::new();
+fn no_source_file_has_over_450_lines_of_non_test_code() {
+    let long: Vec<String> = rust_files(&root().join("src"))
+        .iter()
+        .map(|f| (f, non_test_code(f).lines().count()))
+        .filter(|(_, n)| *n > 450)
+        .map(|(f, n)| format!("{}: {n} lines", f.display()))
+        .collect();
+    assert!(long.is_empty(), "files over 450 lines of non-test code:\n{}", long.join("\n"));
+}
+
+/// The settings table (`src/settings/table.rs`) is the single source of every variable's name; any
+/// other place takes it from there, so a rename cannot leave a stale spelling behind.
+#[test]
+fn each_variable_name_is_spelled_once_in_the_source() {
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for file in rust_files(&root().join("src")) {
-        if file.ends_with("config/tests.rs") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (name, line, length) in functions(&text) {
-            if length > 80 {
-                long.push(format!("{}:{line} fn {name}: {length} lines", file.display()));
+        let code = non_test_code(&file);
+        let mut rest = code.as_str();
+        while let Some(i) = rest.find("WAIT_FOR_IDP_") {
+            let name: String =
+                rest[i..].chars().take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_').collect();
+            if name.len() > "WAIT_FOR_IDP_".len() {
+                seen.entry(name.clone()).or_default().push(file.display().to_string());
             }
+            rest = &rest[i + name.len()..];
         }
     }
-    assert!(long.is_empty(), "functions over 80 lines:\n{}", long.join("\n"));
-}
-
-#[test]
-fn the_function_counter_counts() {
-    let text = "fn a() {\n let s = \"}}}\";\n let c = '}';\n // }\n}\n\n#[cfg(test)]\nmod tests {\n fn b() {\n }\n}\nfn c<'x>(v: &'x str) -> &'x str {\n v\n}\n";
-    assert_eq!(functions(text), [("a".to_string(), 1, 5), ("c".to_string(), 12, 3)]);
+    assert!(seen.len() > 20, "the table's names were not found: {seen:?}");
+    let repeated: Vec<String> =
+        seen.iter().filter(|(_, files)| files.len() > 1).map(|(name, files)| format!("{name}: {files:?}")).collect();
+    assert!(repeated.is_empty(), "spelled more than once:\n{}", repeated.join("\n"));
+    assert!(seen.values().all(|files| files.iter().all(|f| f.ends_with("settings/table.rs"))), "{seen:?}");
 }
 
 /// Names under `[section]` in Cargo.toml, as Rust spells them.
@@ -268,10 +187,12 @@ fn dependencies(section: &str) -> Vec<String> {
             inside = line == section;
             continue;
         }
-        if inside && !line.is_empty() && !line.starts_with('#') {
-            if let Some((name, _)) = line.split_once('=') {
-                names.push(name.trim().replace('-', "_"));
-            }
+        if inside
+            && !line.is_empty()
+            && !line.starts_with('#')
+            && let Some((name, _)) = line.split_once('=')
+        {
+            names.push(name.trim().replace('-', "_"));
         }
     }
     names
@@ -283,15 +204,15 @@ fn uses(text: &str, name: &str) -> bool {
         .any(|p| text.contains(p.as_str()))
 }
 
+/// rustc's `unused_crate_dependencies` checks `[dependencies]` (src/lib.rs); it cannot check the
+/// dev-dependencies without a `use x as _` for every library dependency in the test crate, so
+/// this does.
 #[test]
-fn every_dependency_is_used() {
+fn every_dev_dependency_is_used() {
     let all = |dir: &str| -> String {
         rust_files(&root().join(dir)).iter().map(|f| std::fs::read_to_string(f).unwrap()).collect()
     };
     let (src, tests) = (all("src"), all("tests"));
-    for name in dependencies("[dependencies]") {
-        assert!(uses(&src, &name), "dependency {name} is declared but src/ never uses it");
-    }
     for name in dependencies("[dev-dependencies]") {
         assert!(uses(&tests, &name) || uses(&src, &name), "dev-dependency {name} is declared but never used");
     }

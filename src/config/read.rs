@@ -190,10 +190,10 @@ fn read_issuers(inputs: &Inputs<'_>, required: bool, notices: &mut Vec<Notice>) 
     if issuers.is_empty() && required {
         return Err(ConfigError::MissingIssuer { empty_env: inputs.set_but_empty(Id::Issuer) });
     }
-    if let Some(Source::Env(name)) = issuers.first().map(|raw| raw.source) {
-        if Id::Issuer.setting().fallback == Some(name) {
-            notices.push(Notice::Note(format!("issuer read from {name} (oauth2-proxy's variable)")));
-        }
+    if let Some(Source::Env(name)) = issuers.first().map(|raw| raw.source)
+        && Id::Issuer.setting().fallback == Some(name)
+    {
+        notices.push(Notice::Note(format!("issuer read from {name} (oauth2-proxy's variable)")));
     }
     Ok(issuers)
 }

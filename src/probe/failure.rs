@@ -5,7 +5,6 @@
 
 use crate::net::http::{FetchError, Fetched};
 use crate::progress::Stage;
-use crate::rules::authorization_server;
 use crate::settings::Id;
 use crate::url;
 use std::fmt;
@@ -207,7 +206,7 @@ fn status_failure(fetched: &Fetched) -> Failure {
 
 fn status_detail(fetched: &Fetched) -> String {
     let reason = ureq::http::StatusCode::from_u16(fetched.status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
-    let excerpt = authorization_server::printable_excerpt(&fetched.body, 100);
+    let excerpt = crate::rules::printable_excerpt(&fetched.body, 100);
     let hint = match fetched.status {
         404 => {
             " (Keycloak answers 404 until the realm is imported; check the realm or application name if it persists)"

@@ -102,7 +102,7 @@ fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
         detail.push_str(&format!(
             " (Content-Type {}, starts {:?})",
             fetched.content_type.as_deref().unwrap_or("absent"),
-            authorization_server::printable_excerpt(&fetched.body, 60)
+            crate::rules::printable_excerpt(&fetched.body, 60)
         ));
     }
     Failure::new(class, detail)

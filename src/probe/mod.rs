@@ -279,10 +279,10 @@ impl Attempt<'_> {
     /// With `--refuse-private-addresses`, an address an SSRF-guarded client refuses fails the
     /// link, whatever the fetch gave.
     fn refuse_private(&self, link: Link, context: &str) -> Result<(), Failure> {
-        if self.checks.refuse_private_addresses {
-            if let Some(refused) = refused_address(&self.track.progress.resolved()) {
-                return Err(Failure::new(FailureClass::PrivateAddress, refused).at(link, context));
-            }
+        if self.checks.refuse_private_addresses
+            && let Some(refused) = refused_address(&self.track.progress.resolved())
+        {
+            return Err(Failure::new(FailureClass::PrivateAddress, refused).at(link, context));
         }
         Ok(())
     }

@@ -59,12 +59,12 @@ impl LineThrottle {
             return Level::Info;
         };
         let key = format!("{}: {}", f.class, f.detail);
-        if f.cheap {
-            if let Some((last_key, at)) = &self.last {
-                if *last_key == key && now.duration_since(*at) < self.every {
-                    return Level::Debug;
-                }
-            }
+        if f.cheap
+            && let Some((last_key, at)) = &self.last
+            && *last_key == key
+            && now.duration_since(*at) < self.every
+        {
+            return Level::Debug;
         }
         self.last = Some((key, now));
         Level::Info

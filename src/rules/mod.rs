@@ -4,10 +4,10 @@
 //!
 //! - [`authorization_server`]: OpenID Connect Discovery 1.0 and RFC 8414 (where an issuer's
 //!   metadata lives, when it counts, what an MCP client needs of it);
-//! - [`protected_resource`]: RFC 9728 (an MCP server's metadata and its `401` challenge);
-//! - [`jwk_set`]: RFC 7517 (the keys a client needs to verify an ID token).
+//! - `protected_resource`: RFC 9728 (an MCP server's metadata and its `401` challenge);
+//! - `jwk_set`: RFC 7517 (the keys a client needs to verify an ID token).
 //!
-//! Each opens a body the same way ([`open_object`]), so a body that is not a JSON object fails
+//! Each opens a body the same way (`open_object`), so a body that is not a JSON object fails
 //! with the same words whichever document it was meant to be.
 
 pub mod authorization_server;
@@ -49,6 +49,33 @@ pub(crate) fn open_object(body: &[u8]) -> Result<(&str, Map<String, Value>), Bod
     }
 }
 
+/// A short, printable excerpt of a body for logs: at most `max` characters, control and
+/// non-printable bytes replaced, whitespace runs folded.
+pub(crate) fn printable_excerpt(body: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(max * 4)]);
+    let mut out = String::new();
+    let mut last_space = true;
+    for c in text.chars() {
+        if out.chars().count() >= max {
+            out.push('…');
+            break;
+        }
+        if c.is_whitespace() {
+            if !last_space {
+                out.push(' ');
+            }
+            last_space = true;
+        } else if c.is_control() || c == '\u{FFFD}' {
+            out.push('?');
+            last_space = false;
+        } else {
+            out.push(c);
+            last_space = false;
+        }
+    }
+    out.trim_end().to_string()
+}
+
 /// A JSON value's type, as a message names it.
 pub(crate) fn json_type_name(v: &Value) -> &'static str {
     match v {
@@ -64,6 +91,12 @@ pub(crate) fn json_type_name(v: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excerpts_are_printable_and_short() {
+        assert_eq!(printable_excerpt(b"<h1>Bad\n\n Gateway</h1>\x1b[31m", 40), "<h1>Bad Gateway</h1>?[31m");
+        assert_eq!(printable_excerpt(b"abcdef", 3), "abc…");
+    }
 
     #[test]
     fn a_body_opens_only_as_an_object() {

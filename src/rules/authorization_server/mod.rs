@@ -6,8 +6,12 @@
 //! parsing and re-serialising a URL would turn `https://h` into `https://h/` and pass a document
 //! that the real client then rejects.
 
+mod mcp;
+
 use super::{BodyProblem, json_type_name, open_object};
 use crate::url;
+pub use mcp::Registration;
+pub(crate) use mcp::{mcp_client_rules, registration};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -50,7 +54,7 @@ const OAUTH_SUFFIX: &str = "/.well-known/oauth-authorization-server";
 /// OIDC Discovery §4.1: remove one terminating `/`, append `/.well-known/openid-configuration`.
 /// RFC 8414 §3.1: remove one terminating `/`, insert `/.well-known/oauth-authorization-server`
 /// between the host and the path. The issuer must have passed [`url::check_issuer`]. For `auto`,
-/// the first of [`candidates`].
+/// the first of `candidates`.
 pub fn well_known_url(issuer: &str, kind: MetadataKind) -> String {
     match kind {
         MetadataKind::Oidc => url::append_well_known(issuer, OIDC_SUFFIX),
@@ -152,49 +156,6 @@ pub struct Document {
     /// How an MCP client can register, judged under `auto` (and so along a resource chain).
     pub registration: Option<Registration>,
 }
-
-/// How an MCP client can register with an authorization server, by its metadata (MCP
-/// authorization specification, revision 2026-07-28, "Client Registration"): with a Client ID
-/// Metadata Document (`client_id_metadata_document_supported: true`), which the revision prefers;
-/// by Dynamic Client Registration (`registration_endpoint`), which it deprecates; or neither, when
-/// only a client registered beforehand (or typed in by the user) can sign in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Registration {
-    Cimd,
-    Dcr,
-    None,
-}
-
-impl Registration {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Registration::Cimd => "cimd",
-            Registration::Dcr => "dcr",
-            Registration::None => "none",
-        }
-    }
-
-    fn of(doc: &Map<String, Value>) -> Registration {
-        if doc.get("client_id_metadata_document_supported") == Some(&Value::Bool(true)) {
-            Registration::Cimd
-        } else if matches!(doc.get("registration_endpoint"), Some(Value::String(e)) if !e.is_empty()) {
-            Registration::Dcr
-        } else {
-            Registration::None
-        }
-    }
-}
-
-/// How an MCP client can register with the server whose metadata `body` is.
-pub(crate) fn registration(body: &[u8]) -> Registration {
-    open_object(body).map_or(Registration::None, |(_, doc)| Registration::of(&doc))
-}
-
-/// Said when an MCP client has no way to register.
-const NO_REGISTRATION: &str = "registration: none: the metadata offers neither \
-    client_id_metadata_document_supported (Client ID Metadata Documents, which the MCP specification's \
-    2026-07-28 revision prefers) nor a registration_endpoint (Dynamic Client Registration, deprecated \
-    there): an MCP client can sign in only with a client ID registered beforehand";
 
 /// Members REQUIRED by OIDC Discovery §3 (token_endpoint is handled separately: it may be absent
 /// for implicit-only providers).
@@ -372,7 +333,7 @@ fn string_items(v: Option<&Value>) -> Option<Vec<&str>> {
     }
 }
 
-fn optional_string(doc: &Map<String, Value>, key: &str) -> Result<Option<String>, DocumentProblem> {
+pub(super) fn optional_string(doc: &Map<String, Value>, key: &str) -> Result<Option<String>, DocumentProblem> {
     match doc.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -380,7 +341,10 @@ fn optional_string(doc: &Map<String, Value>, key: &str) -> Result<Option<String>
     }
 }
 
-fn optional_string_array(doc: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, DocumentProblem> {
+pub(super) fn optional_string_array(
+    doc: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<Vec<String>>, DocumentProblem> {
     match doc.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Array(items)) => items
@@ -393,97 +357,6 @@ fn optional_string_array(doc: &Map<String, Value>, key: &str) -> Result<Option<V
             Err(DocumentProblem::Json(format!("{key:?} is {}, not an array of strings", json_type_name(other))))
         }
     }
-}
-
-/// What an MCP client requires of an authorization server's document beyond its specification,
-/// under `--metadata auto` and along a `--resource` chain; `spec` is the one the candidate URL
-/// is judged by. Returns the warnings; the document has passed [`validate_document`].
-///
-/// Measured against the MCP TypeScript SDK 1.32.2 (`client/auth.js`, `shared/auth.js`):
-/// `discoverAuthorizationServerMetadata` parses an RFC 8414 document with `OAuthMetadataSchema`
-/// and an OIDC one with `OpenIdProviderDiscoveryMetadataSchema`, and a zod failure throws, so
-/// the client stops. Both schemas require `authorization_endpoint` and `token_endpoint` (URLs,
-/// `SafeUrlSchema`) and `response_types_supported`; the OIDC one also `jwks_uri`,
-/// `subject_types_supported` and `id_token_signing_alg_values_supported`. Then
-/// `startAuthorization` throws when `response_types_supported` does not list `code`, and when
-/// `code_challenge_methods_supported` is present without `S256` (an absent list it lets
-/// through, though the MCP specification has clients refuse it: a warning here). Neither SDK
-/// checks the token endpoint's scheme (nor does the Python SDK's `OAuthMetadata`:
-/// `AnyHttpUrl`), but the MCP specification's Communication Security requires every
-/// authorization server endpoint to be https: a plain one fails unless its host is loopback
-/// (local development; a warning) or the user's own URL is http ([`url::Transport`]; a warning).
-pub(crate) fn mcp_client_rules(
-    body: &[u8],
-    spec: MetadataKind,
-    transport: url::Transport,
-) -> Result<Vec<String>, DocumentProblem> {
-    let (_, doc) = open_object(body).map_err(DocumentProblem::Body)?;
-    let schema =
-        if spec == MetadataKind::Oidc { "OpenIdProviderDiscoveryMetadataSchema" } else { "OAuthMetadataSchema" };
-    let mut required = vec!["authorization_endpoint", "token_endpoint", "response_types_supported"];
-    if spec == MetadataKind::Oidc {
-        required.extend(["jwks_uri", "subject_types_supported", "id_token_signing_alg_values_supported"]);
-    }
-    let missing: Vec<&str> = required.into_iter().filter(|k| doc.get(*k).is_none_or(Value::is_null)).collect();
-    if !missing.is_empty() {
-        return Err(DocumentProblem::MissingField(format!(
-            "MCP clients require {}: the MCP TypeScript SDK's {schema} rejects the whole document",
-            missing.join(", ")
-        )));
-    }
-    for member in ["authorization_endpoint", "token_endpoint"] {
-        let value = optional_string(&doc, member)?.unwrap_or_default();
-        if let Err(problem) = url::split(&value) {
-            let value = url::redact(&value);
-            return Err(DocumentProblem::Json(format!(
-                "{member:?} {value:?} {problem}: the MCP TypeScript SDK's {schema} requires a URL"
-            )));
-        }
-    }
-    let types = optional_string_array(&doc, "response_types_supported")?.unwrap_or_default();
-    if !types.iter().any(|t| t == "code") {
-        return Err(DocumentProblem::MissingField(format!(
-            "response_types_supported {types:?} does not list \"code\": MCP clients use the authorization code \
-             flow, and the MCP TypeScript SDK refuses the server (\"Incompatible auth server: does not support \
-             response type code\")"
-        )));
-    }
-    let mut warnings = Vec::new();
-    match optional_string_array(&doc, "code_challenge_methods_supported")? {
-        Some(methods) if !methods.iter().any(|m| m == "S256") => {
-            return Err(DocumentProblem::MissingField(format!(
-                "code_challenge_methods_supported {methods:?} does not list \"S256\": MCP clients require PKCE with \
-                 S256, and the MCP TypeScript SDK refuses the server (\"Incompatible auth server: does not support \
-                 code challenge method S256\")"
-            )));
-        }
-        Some(_) => {}
-        None => warnings.push(
-            "no code_challenge_methods_supported: MCP clients that follow the 2025-11-25 specification refuse a \
-             server that does not advertise PKCE with S256 (the MCP TypeScript SDK 1.32 checks the list only when \
-             it is present)"
-                .into(),
-        ),
-    }
-    let token_endpoint = optional_string(&doc, "token_endpoint")?.unwrap_or_default();
-    warnings.extend(token_endpoint_rule(&token_endpoint, transport)?);
-    if Registration::of(&doc) == Registration::None {
-        warnings.push(NO_REGISTRATION.into());
-    }
-    Ok(warnings)
-}
-
-/// The token endpoint must be https; plain http on a loopback host is a warning, elsewhere it is
-/// judged as a link of the chain ([`url::Transport`]).
-fn token_endpoint_rule(endpoint: &str, transport: url::Transport) -> Result<Option<String>, DocumentProblem> {
-    let Ok(parts) = url::split(endpoint) else { return Ok(None) };
-    if parts.scheme == "http" && url::is_loopback(parts.host) && transport == url::Transport::TlsOnly {
-        return Ok(Some(format!(
-            "token_endpoint {} uses plain http on a loopback host: acceptable for local development only",
-            url::redact(endpoint)
-        )));
-    }
-    transport.judge("token_endpoint", endpoint).map_err(DocumentProblem::NotHttps)
 }
 
 /// What to tell a user whose configured issuer differs from the one the provider announces.
@@ -499,13 +372,14 @@ pub(crate) fn issuer_mismatch_hint(expected: &str, found: &str) -> String {
         );
     }
     let authority = |u| url::split(u).ok().map(|p| p.authority);
-    if let (Some(e), Some(f)) = (authority(expected), authority(found)) {
-        if e != f && e.eq_ignore_ascii_case(f) {
-            return format!(
-                "the hosts differ in case ({e:?} here, {f:?} in the document); the issuer is compared byte for \
+    if let (Some(e), Some(f)) = (authority(expected), authority(found))
+        && e != f
+        && e.eq_ignore_ascii_case(f)
+    {
+        return format!(
+            "the hosts differ in case ({e:?} here, {f:?} in the document); the issuer is compared byte for \
                  byte, so configure exactly {found:?}"
-            );
-        }
+        );
     }
     if expected.eq_ignore_ascii_case(found) {
         return format!(
@@ -520,33 +394,6 @@ pub(crate) fn issuer_mismatch_hint(expected: &str, found: &str) -> String {
             .into();
     }
     "the paths differ: check the realm, tenant or application name in --issuer".into()
-}
-
-/// A short, printable excerpt of a body for logs: at most `max` characters, control and
-/// non-printable bytes replaced, whitespace runs folded.
-pub(crate) fn printable_excerpt(body: &[u8], max: usize) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(max * 4)]);
-    let mut out = String::new();
-    let mut last_space = true;
-    for c in text.chars() {
-        if out.chars().count() >= max {
-            out.push('…');
-            break;
-        }
-        if c.is_whitespace() {
-            if !last_space {
-                out.push(' ');
-            }
-            last_space = true;
-        } else if c.is_control() || c == '\u{FFFD}' {
-            out.push('?');
-            last_space = false;
-        } else {
-            out.push(c);
-            last_space = false;
-        }
-    }
-    out.trim_end().to_string()
 }
 
 #[cfg(test)]
@@ -646,110 +493,5 @@ mod tests {
             validate_document(b"\xff", "https://h", r),
             Err(DocumentProblem::Body(BodyProblem::NotUtf8 { valid_up_to: 0 }))
         ));
-    }
-
-    /// An RFC 8414 document as the MCP TypeScript SDK's `OAuthMetadataSchema` accepts it, changed.
-    fn mcp_doc(change: impl FnOnce(&mut Map<String, Value>)) -> Vec<u8> {
-        let mut doc = serde_json::json!({
-            "issuer": "https://as",
-            "authorization_endpoint": "https://as/authorize",
-            "token_endpoint": "https://as/token",
-            "response_types_supported": ["code"],
-            "code_challenge_methods_supported": ["S256"],
-            "client_id_metadata_document_supported": true,
-        });
-        change(doc.as_object_mut().unwrap());
-        doc.to_string().into_bytes()
-    }
-
-    fn mcp(body: &[u8], spec: MetadataKind) -> Result<Vec<String>, DocumentProblem> {
-        mcp_client_rules(body, spec, url::Transport::TlsOnly)
-    }
-
-    #[test]
-    fn mcp_clients_require_what_the_sdk_schemas_require() {
-        assert_eq!(mcp(&mcp_doc(|_| {}), MetadataKind::OAuth), Ok(vec![]));
-        for member in ["authorization_endpoint", "token_endpoint", "response_types_supported"] {
-            let e = mcp(&mcp_doc(|d| drop(d.remove(member))), MetadataKind::OAuth).unwrap_err();
-            assert!(
-                matches!(&e, DocumentProblem::MissingField(m) if m.contains(member) && m.contains("OAuthMetadataSchema")),
-                "{e}"
-            );
-            let e = mcp(&mcp_doc(|d| drop(d.insert(member.into(), Value::Null))), MetadataKind::OAuth).unwrap_err();
-            assert!(matches!(e, DocumentProblem::MissingField(_)), "{member}: null is no value to zod: {e}");
-        }
-        // Judged as OIDC, the OIDC schema's own required members too.
-        let e = mcp(&mcp_doc(|d| drop(d.insert("jwks_uri".into(), "https://as/k".into()))), MetadataKind::Oidc);
-        let e = e.unwrap_err().to_string();
-        assert!(e.contains("subject_types_supported, id_token_signing_alg_values_supported"), "{e}");
-        assert!(e.contains("OpenIdProviderDiscoveryMetadataSchema"), "{e}");
-        let e = mcp(
-            &mcp_doc(|d| drop(d.insert("authorization_endpoint".into(), "/authorize".into()))),
-            MetadataKind::OAuth,
-        );
-        assert!(matches!(e, Err(DocumentProblem::Json(m)) if m.contains("requires a URL")));
-    }
-
-    #[test]
-    fn mcp_clients_need_the_code_flow_with_s256() {
-        let types = |t: Value| mcp_doc(|d| drop(d.insert("response_types_supported".into(), t)));
-        let e = mcp(&types(serde_json::json!(["code id_token", "token"])), MetadataKind::OAuth).unwrap_err();
-        assert!(matches!(&e, DocumentProblem::MissingField(m) if m.contains("does not list \"code\"")), "{e}");
-        assert_eq!(mcp(&types(serde_json::json!(["token", "code"])), MetadataKind::OAuth), Ok(vec![]));
-        let methods = |m: Value| mcp_doc(|d| drop(d.insert("code_challenge_methods_supported".into(), m)));
-        let e = mcp(&methods(serde_json::json!(["plain"])), MetadataKind::OAuth).unwrap_err();
-        assert!(matches!(&e, DocumentProblem::MissingField(m) if m.contains("does not list \"S256\"")), "{e}");
-        assert!(matches!(mcp(&methods(serde_json::json!("S256")), MetadataKind::OAuth), Err(DocumentProblem::Json(_))));
-        let absent = mcp(&mcp_doc(|d| drop(d.remove("code_challenge_methods_supported"))), MetadataKind::OAuth);
-        let absent = absent.unwrap();
-        assert!(absent.len() == 1 && absent[0].contains("checks the list only when it is present"), "{absent:?}");
-    }
-
-    #[test]
-    fn the_token_endpoint_is_https_unless_loopback_or_the_user_chose_http() {
-        let at = |url: &str| mcp_doc(|d| drop(d.insert("token_endpoint".into(), url.into())));
-        let e = mcp(&at("http://as.example/token"), MetadataKind::OAuth).unwrap_err();
-        assert!(
-            matches!(&e, DocumentProblem::NotHttps(m) if m.starts_with("token_endpoint http://as.example/token uses plain http")),
-            "{e}"
-        );
-        for loopback in ["http://localhost:9000/token", "http://127.0.0.1/token", "http://[::1]:8080/token"] {
-            let w = mcp(&at(loopback), MetadataKind::OAuth).unwrap();
-            assert!(w.len() == 1 && w[0].contains("loopback host"), "{loopback}: {w:?}");
-        }
-        let w = mcp_client_rules(&at("http://keycloak:8080/token"), MetadataKind::OAuth, url::Transport::PlainAllowed);
-        assert!(w.unwrap()[0].contains("accepted because the URL you gave is http"));
-    }
-
-    #[test]
-    fn registration_is_cimd_then_dcr_then_none_with_a_warning() {
-        let with = |cimd: Option<Value>, dcr: Option<&str>| {
-            mcp_doc(|d| {
-                d.remove("client_id_metadata_document_supported");
-                cimd.map(|v| d.insert("client_id_metadata_document_supported".into(), v));
-                dcr.map(|e| d.insert("registration_endpoint".into(), e.into()));
-            })
-        };
-        let cases = [
-            (Some(Value::Bool(true)), Some("https://as/register"), Registration::Cimd),
-            (Some(Value::Bool(true)), None, Registration::Cimd),
-            (Some(Value::Bool(false)), Some("https://as/register"), Registration::Dcr),
-            (None, Some("https://as/register"), Registration::Dcr),
-            (Some("true".into()), None, Registration::None),
-            (Some(Value::Bool(false)), None, Registration::None),
-            (None, Some(""), Registration::None),
-        ];
-        for (cimd, dcr, expected) in cases {
-            let body = with(cimd.clone(), dcr);
-            assert_eq!(registration(&body), expected, "{cimd:?} {dcr:?}");
-            let warned = mcp(&body, MetadataKind::OAuth).unwrap().iter().any(|w| w.starts_with("registration: none"));
-            assert_eq!(warned, expected == Registration::None, "{cimd:?} {dcr:?}");
-        }
-    }
-
-    #[test]
-    fn excerpts_are_printable_and_short() {
-        assert_eq!(printable_excerpt(b"<h1>Bad\n\n Gateway</h1>\x1b[31m", 40), "<h1>Bad Gateway</h1>?[31m");
-        assert_eq!(printable_excerpt(b"abcdef", 3), "abc…");
     }
 }

@@ -1,0 +1,246 @@
+//! What an MCP client requires of an authorization server's metadata beyond its specification,
+//! and how it can register there: the rules under `--metadata auto` and along a `--resource`
+//! chain.
+
+use super::{DocumentProblem, MetadataKind, optional_string, optional_string_array};
+use crate::rules::open_object;
+use crate::url;
+use serde_json::{Map, Value};
+
+/// How an MCP client can register with an authorization server, by its metadata (MCP
+/// authorization specification, revision 2026-07-28, "Client Registration"): with a Client ID
+/// Metadata Document (`client_id_metadata_document_supported: true`), which the revision prefers;
+/// by Dynamic Client Registration (`registration_endpoint`), which it deprecates; or neither, when
+/// only a client registered beforehand (or typed in by the user) can sign in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registration {
+    Cimd,
+    Dcr,
+    None,
+}
+
+impl Registration {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Registration::Cimd => "cimd",
+            Registration::Dcr => "dcr",
+            Registration::None => "none",
+        }
+    }
+
+    fn of(doc: &Map<String, Value>) -> Registration {
+        if doc.get("client_id_metadata_document_supported") == Some(&Value::Bool(true)) {
+            Registration::Cimd
+        } else if matches!(doc.get("registration_endpoint"), Some(Value::String(e)) if !e.is_empty()) {
+            Registration::Dcr
+        } else {
+            Registration::None
+        }
+    }
+}
+
+/// How an MCP client can register with the server whose metadata `body` is.
+pub(crate) fn registration(body: &[u8]) -> Registration {
+    open_object(body).map_or(Registration::None, |(_, doc)| Registration::of(&doc))
+}
+
+/// Said when an MCP client has no way to register.
+const NO_REGISTRATION: &str = "registration: none: the metadata offers neither \
+    client_id_metadata_document_supported (Client ID Metadata Documents, which the MCP specification's \
+    2026-07-28 revision prefers) nor a registration_endpoint (Dynamic Client Registration, deprecated \
+    there): an MCP client can sign in only with a client ID registered beforehand";
+
+/// What an MCP client requires of an authorization server's document beyond its specification,
+/// under `--metadata auto` and along a `--resource` chain; `spec` is the one the candidate URL
+/// is judged by. Returns the warnings; the document has passed [`validate_document`].
+///
+/// Measured against the MCP TypeScript SDK 1.32.2 (`client/auth.js`, `shared/auth.js`):
+/// `discoverAuthorizationServerMetadata` parses an RFC 8414 document with `OAuthMetadataSchema`
+/// and an OIDC one with `OpenIdProviderDiscoveryMetadataSchema`, and a zod failure throws, so
+/// the client stops. Both schemas require `authorization_endpoint` and `token_endpoint` (URLs,
+/// `SafeUrlSchema`) and `response_types_supported`; the OIDC one also `jwks_uri`,
+/// `subject_types_supported` and `id_token_signing_alg_values_supported`. Then
+/// `startAuthorization` throws when `response_types_supported` does not list `code`, and when
+/// `code_challenge_methods_supported` is present without `S256` (an absent list it lets
+/// through, though the MCP specification has clients refuse it: a warning here). Neither SDK
+/// checks the token endpoint's scheme (nor does the Python SDK's `OAuthMetadata`:
+/// `AnyHttpUrl`), but the MCP specification's Communication Security requires every
+/// authorization server endpoint to be https: a plain one fails unless its host is loopback
+/// (local development; a warning) or the user's own URL is http ([`url::Transport`]; a warning).
+pub(crate) fn mcp_client_rules(
+    body: &[u8],
+    spec: MetadataKind,
+    transport: url::Transport,
+) -> Result<Vec<String>, DocumentProblem> {
+    let (_, doc) = open_object(body).map_err(DocumentProblem::Body)?;
+    let schema =
+        if spec == MetadataKind::Oidc { "OpenIdProviderDiscoveryMetadataSchema" } else { "OAuthMetadataSchema" };
+    let mut required = vec!["authorization_endpoint", "token_endpoint", "response_types_supported"];
+    if spec == MetadataKind::Oidc {
+        required.extend(["jwks_uri", "subject_types_supported", "id_token_signing_alg_values_supported"]);
+    }
+    let missing: Vec<&str> = required.into_iter().filter(|k| doc.get(*k).is_none_or(Value::is_null)).collect();
+    if !missing.is_empty() {
+        return Err(DocumentProblem::MissingField(format!(
+            "MCP clients require {}: the MCP TypeScript SDK's {schema} rejects the whole document",
+            missing.join(", ")
+        )));
+    }
+    for member in ["authorization_endpoint", "token_endpoint"] {
+        let value = optional_string(&doc, member)?.unwrap_or_default();
+        if let Err(problem) = url::split(&value) {
+            let value = url::redact(&value);
+            return Err(DocumentProblem::Json(format!(
+                "{member:?} {value:?} {problem}: the MCP TypeScript SDK's {schema} requires a URL"
+            )));
+        }
+    }
+    let types = optional_string_array(&doc, "response_types_supported")?.unwrap_or_default();
+    if !types.iter().any(|t| t == "code") {
+        return Err(DocumentProblem::MissingField(format!(
+            "response_types_supported {types:?} does not list \"code\": MCP clients use the authorization code \
+             flow, and the MCP TypeScript SDK refuses the server (\"Incompatible auth server: does not support \
+             response type code\")"
+        )));
+    }
+    let mut warnings = Vec::new();
+    match optional_string_array(&doc, "code_challenge_methods_supported")? {
+        Some(methods) if !methods.iter().any(|m| m == "S256") => {
+            return Err(DocumentProblem::MissingField(format!(
+                "code_challenge_methods_supported {methods:?} does not list \"S256\": MCP clients require PKCE with \
+                 S256, and the MCP TypeScript SDK refuses the server (\"Incompatible auth server: does not support \
+                 code challenge method S256\")"
+            )));
+        }
+        Some(_) => {}
+        None => warnings.push(
+            "no code_challenge_methods_supported: MCP clients that follow the 2025-11-25 specification refuse a \
+             server that does not advertise PKCE with S256 (the MCP TypeScript SDK 1.32 checks the list only when \
+             it is present)"
+                .into(),
+        ),
+    }
+    let token_endpoint = optional_string(&doc, "token_endpoint")?.unwrap_or_default();
+    warnings.extend(token_endpoint_rule(&token_endpoint, transport)?);
+    if Registration::of(&doc) == Registration::None {
+        warnings.push(NO_REGISTRATION.into());
+    }
+    Ok(warnings)
+}
+
+/// The token endpoint must be https; plain http on a loopback host is a warning, elsewhere it is
+/// judged as a link of the chain ([`url::Transport`]).
+fn token_endpoint_rule(endpoint: &str, transport: url::Transport) -> Result<Option<String>, DocumentProblem> {
+    let Ok(parts) = url::split(endpoint) else { return Ok(None) };
+    if parts.scheme == "http" && url::is_loopback(parts.host) && transport == url::Transport::TlsOnly {
+        return Ok(Some(format!(
+            "token_endpoint {} uses plain http on a loopback host: acceptable for local development only",
+            url::redact(endpoint)
+        )));
+    }
+    transport.judge("token_endpoint", endpoint).map_err(DocumentProblem::NotHttps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An RFC 8414 document as the MCP TypeScript SDK's `OAuthMetadataSchema` accepts it, changed.
+    fn mcp_doc(change: impl FnOnce(&mut Map<String, Value>)) -> Vec<u8> {
+        let mut doc = serde_json::json!({
+            "issuer": "https://as",
+            "authorization_endpoint": "https://as/authorize",
+            "token_endpoint": "https://as/token",
+            "response_types_supported": ["code"],
+            "code_challenge_methods_supported": ["S256"],
+            "client_id_metadata_document_supported": true,
+        });
+        change(doc.as_object_mut().unwrap());
+        doc.to_string().into_bytes()
+    }
+
+    fn mcp(body: &[u8], spec: MetadataKind) -> Result<Vec<String>, DocumentProblem> {
+        mcp_client_rules(body, spec, url::Transport::TlsOnly)
+    }
+
+    #[test]
+    fn mcp_clients_require_what_the_sdk_schemas_require() {
+        assert_eq!(mcp(&mcp_doc(|_| {}), MetadataKind::OAuth), Ok(vec![]));
+        for member in ["authorization_endpoint", "token_endpoint", "response_types_supported"] {
+            let e = mcp(&mcp_doc(|d| drop(d.remove(member))), MetadataKind::OAuth).unwrap_err();
+            assert!(
+                matches!(&e, DocumentProblem::MissingField(m) if m.contains(member) && m.contains("OAuthMetadataSchema")),
+                "{e}"
+            );
+            let e = mcp(&mcp_doc(|d| drop(d.insert(member.into(), Value::Null))), MetadataKind::OAuth).unwrap_err();
+            assert!(matches!(e, DocumentProblem::MissingField(_)), "{member}: null is no value to zod: {e}");
+        }
+        // Judged as OIDC, the OIDC schema's own required members too.
+        let e = mcp(&mcp_doc(|d| drop(d.insert("jwks_uri".into(), "https://as/k".into()))), MetadataKind::Oidc);
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("subject_types_supported, id_token_signing_alg_values_supported"), "{e}");
+        assert!(e.contains("OpenIdProviderDiscoveryMetadataSchema"), "{e}");
+        let e = mcp(
+            &mcp_doc(|d| drop(d.insert("authorization_endpoint".into(), "/authorize".into()))),
+            MetadataKind::OAuth,
+        );
+        assert!(matches!(e, Err(DocumentProblem::Json(m)) if m.contains("requires a URL")));
+    }
+
+    #[test]
+    fn mcp_clients_need_the_code_flow_with_s256() {
+        let types = |t: Value| mcp_doc(|d| drop(d.insert("response_types_supported".into(), t)));
+        let e = mcp(&types(serde_json::json!(["code id_token", "token"])), MetadataKind::OAuth).unwrap_err();
+        assert!(matches!(&e, DocumentProblem::MissingField(m) if m.contains("does not list \"code\"")), "{e}");
+        assert_eq!(mcp(&types(serde_json::json!(["token", "code"])), MetadataKind::OAuth), Ok(vec![]));
+        let methods = |m: Value| mcp_doc(|d| drop(d.insert("code_challenge_methods_supported".into(), m)));
+        let e = mcp(&methods(serde_json::json!(["plain"])), MetadataKind::OAuth).unwrap_err();
+        assert!(matches!(&e, DocumentProblem::MissingField(m) if m.contains("does not list \"S256\"")), "{e}");
+        assert!(matches!(mcp(&methods(serde_json::json!("S256")), MetadataKind::OAuth), Err(DocumentProblem::Json(_))));
+        let absent = mcp(&mcp_doc(|d| drop(d.remove("code_challenge_methods_supported"))), MetadataKind::OAuth);
+        let absent = absent.unwrap();
+        assert!(absent.len() == 1 && absent[0].contains("checks the list only when it is present"), "{absent:?}");
+    }
+
+    #[test]
+    fn the_token_endpoint_is_https_unless_loopback_or_the_user_chose_http() {
+        let at = |url: &str| mcp_doc(|d| drop(d.insert("token_endpoint".into(), url.into())));
+        let e = mcp(&at("http://as.example/token"), MetadataKind::OAuth).unwrap_err();
+        assert!(
+            matches!(&e, DocumentProblem::NotHttps(m) if m.starts_with("token_endpoint http://as.example/token uses plain http")),
+            "{e}"
+        );
+        for loopback in ["http://localhost:9000/token", "http://127.0.0.1/token", "http://[::1]:8080/token"] {
+            let w = mcp(&at(loopback), MetadataKind::OAuth).unwrap();
+            assert!(w.len() == 1 && w[0].contains("loopback host"), "{loopback}: {w:?}");
+        }
+        let w = mcp_client_rules(&at("http://keycloak:8080/token"), MetadataKind::OAuth, url::Transport::PlainAllowed);
+        assert!(w.unwrap()[0].contains("accepted because the URL you gave is http"));
+    }
+
+    #[test]
+    fn registration_is_cimd_then_dcr_then_none_with_a_warning() {
+        let with = |cimd: Option<Value>, dcr: Option<&str>| {
+            mcp_doc(|d| {
+                d.remove("client_id_metadata_document_supported");
+                cimd.map(|v| d.insert("client_id_metadata_document_supported".into(), v));
+                dcr.map(|e| d.insert("registration_endpoint".into(), e.into()));
+            })
+        };
+        let cases = [
+            (Some(Value::Bool(true)), Some("https://as/register"), Registration::Cimd),
+            (Some(Value::Bool(true)), None, Registration::Cimd),
+            (Some(Value::Bool(false)), Some("https://as/register"), Registration::Dcr),
+            (None, Some("https://as/register"), Registration::Dcr),
+            (Some("true".into()), None, Registration::None),
+            (Some(Value::Bool(false)), None, Registration::None),
+            (None, Some(""), Registration::None),
+        ];
+        for (cimd, dcr, expected) in cases {
+            let body = with(cimd.clone(), dcr);
+            assert_eq!(registration(&body), expected, "{cimd:?} {dcr:?}");
+            let warned = mcp(&body, MetadataKind::OAuth).unwrap().iter().any(|w| w.starts_with("registration: none"));
+            assert_eq!(warned, expected == Registration::None, "{cimd:?} {dcr:?}");
+        }
+    }
+}

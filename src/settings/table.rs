@@ -1,0 +1,276 @@
+//! The table itself: one row per setting, in [`Id`] order (also their order in `--help`, within
+//! each group). A row names only what differs from [`SWITCH`], a boolean flag with no default.
+
+use super::{Arity, Group, Id, MIN_TIMEOUT, Parser, Setting, TERMINATION_LOG};
+use Arity::{Many, One};
+use Group::{Network, Output, Target, Timing};
+use std::time::Duration;
+
+/// What a row leaves unsaid: a switch, no variable, no default.
+const SWITCH: Setting = Setting {
+    id: Id::DryRun,
+    flag: "",
+    short: None,
+    env: None,
+    fallback: None,
+    default: None,
+    unset: "",
+    value_name: "",
+    arity: Arity::Switch,
+    parser: Parser::Switch,
+    group: Output,
+    help: "",
+};
+
+/// Every setting.
+pub(crate) const SETTINGS: &[Setting] = &[
+    Setting {
+        id: Id::Issuer,
+        flag: "issuer",
+        env: Some("WAIT_FOR_IDP_ISSUER"),
+        fallback: Some("OAUTH2_PROXY_OIDC_ISSUER_URL"),
+        value_name: "URL",
+        arity: Many,
+        parser: Parser::Url,
+        group: Target,
+        help: "Issuer identifier; the document's \"issuer\" must equal it byte for byte. Repeat for several issuers (all must be ready)",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::Resource,
+        flag: "resource",
+        env: Some("WAIT_FOR_IDP_RESOURCE"),
+        value_name: "URL",
+        arity: Many,
+        parser: Parser::Url,
+        group: Target,
+        help: "Protected resource (an MCP server) to wait for end to end (RFC 9728): its metadata names it exactly and lists authorization servers, each ready by auto discovery. Repeatable; --issuer is then optional",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::DiscoveryUrl,
+        flag: "discovery-url",
+        env: Some("WAIT_FOR_IDP_DISCOVERY_URL"),
+        value_name: "URL",
+        arity: One,
+        parser: Parser::Url,
+        group: Target,
+        help: "Fetch the metadata from this URL instead of the derived one (e.g. an in-cluster service), still expecting --issuer in the document",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::Metadata,
+        flag: "metadata",
+        env: Some("WAIT_FOR_IDP_METADATA"),
+        default: Some("oidc"),
+        value_name: "oidc|oauth|auto",
+        arity: One,
+        parser: Parser::Choice(&["oidc", "oauth", "auto"]),
+        group: Target,
+        help: "Metadata kind for --issuer: oidc (/.well-known/openid-configuration, appended), oauth (RFC 8414, /.well-known/oauth-authorization-server inserted after the host) or auto (the MCP order: RFC 8414, then OIDC inserted, then OIDC appended)",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::SkipIssuerCheck,
+        flag: "skip-issuer-check",
+        env: Some("WAIT_FOR_IDP_SKIP_ISSUER_CHECK"),
+        fallback: Some("OAUTH2_PROXY_INSECURE_OIDC_SKIP_ISSUER_VERIFICATION"),
+        group: Target,
+        help: "Accept a document whose issuer differs (Entra ID 'common'); logged as a warning",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::Strict,
+        flag: "strict",
+        env: Some("WAIT_FOR_IDP_STRICT"),
+        group: Target,
+        help: "Also require every REQUIRED member of the chosen specification",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::CheckJwks,
+        flag: "check-jwks",
+        env: Some("WAIT_FOR_IDP_CHECK_JWKS"),
+        group: Target,
+        help: "Also fetch jwks_uri and require a key usable for the advertised signing algorithms",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::JwksUrl,
+        flag: "jwks-url",
+        env: Some("WAIT_FOR_IDP_JWKS_URL"),
+        value_name: "URL",
+        arity: One,
+        parser: Parser::Url,
+        group: Target,
+        help: "Fetch the keys from this URL instead of the document's jwks_uri, e.g. the API server's https://kubernetes.default.svc/openid/v1/jwks; implies --check-jwks, and --token-file is sent here too",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::RefuseLegacyAuth,
+        flag: "refuse-legacy-auth",
+        env: Some("WAIT_FOR_IDP_REFUSE_LEGACY_AUTH"),
+        group: Target,
+        help: "A --resource without protected resource metadata fails, rather than having its origin taken for its authorization server as MCP clients do (the 2025-03-26 legacy path)",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::Timeout,
+        flag: "timeout",
+        env: Some("WAIT_FOR_IDP_TIMEOUT"),
+        default: Some("5m"),
+        value_name: "DURATION",
+        arity: One,
+        parser: Parser::Duration { min: MIN_TIMEOUT },
+        group: Timing,
+        help: "Overall deadline, e.g. 90s or 5m",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::Interval,
+        flag: "interval",
+        env: Some("WAIT_FOR_IDP_INTERVAL"),
+        default: Some("1s"),
+        value_name: "DURATION",
+        arity: One,
+        parser: Parser::Duration { min: Duration::ZERO },
+        group: Timing,
+        help: "Longest pause between attempts; each pause is 80-100% of it, at random. Refused connections are retried after about 0.1s",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::AttemptTimeout,
+        flag: "attempt-timeout",
+        env: Some("WAIT_FOR_IDP_ATTEMPT_TIMEOUT"),
+        default: Some("5s"),
+        value_name: "DURATION",
+        arity: One,
+        parser: Parser::Duration { min: Duration::ZERO },
+        group: Timing,
+        help: "Bound on one attempt, DNS to last body byte; clipped to the time left",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::MaxAttempts,
+        flag: "max-attempts",
+        env: Some("WAIT_FOR_IDP_MAX_ATTEMPTS"),
+        unset: "unlimited",
+        value_name: "N",
+        arity: One,
+        parser: Parser::Count,
+        group: Timing,
+        help: "Give up after N attempts (per issuer), or at the deadline, whichever comes first",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::Successes,
+        flag: "successes",
+        env: Some("WAIT_FOR_IDP_SUCCESSES"),
+        default: Some("1"),
+        value_name: "N",
+        arity: One,
+        parser: Parser::Count,
+        group: Timing,
+        help: "Consecutive passing attempts required, for providers that flap during a rolling restart",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::FailClosed,
+        flag: "fail-closed",
+        env: Some("WAIT_FOR_IDP_FAIL_CLOSED"),
+        group: Timing,
+        help: "Exit 1 instead of 0 when the issuer is not ready in time",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::Once,
+        flag: "once",
+        group: Timing,
+        help: "One attempt, fail closed, and print a short summary of the document to stdout",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::CaFile,
+        flag: "ca-file",
+        env: Some("WAIT_FOR_IDP_CA_FILE"),
+        fallback: Some("OAUTH2_PROXY_PROVIDER_CA_FILES"),
+        value_name: "PATH",
+        arity: Many,
+        parser: Parser::Path,
+        group: Network,
+        help: "PEM file of CA certificates trusted in addition to Mozilla's roots, SSL_CERT_FILE and SSL_CERT_DIR (from OAUTH2_PROXY_PROVIDER_CA_FILES: instead of them, unless OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE=true, as oauth2-proxy does); repeatable (env: comma-separated)",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::ConnectTo,
+        flag: "connect-to",
+        env: Some("WAIT_FOR_IDP_CONNECT_TO"),
+        unset: "direct",
+        value_name: "HOST:PORT:CONNECT_HOST:CONNECT_PORT",
+        arity: Many,
+        parser: Parser::ConnectTo,
+        group: Network,
+        help: "Connect to CONNECT_HOST:CONNECT_PORT when the URL names HOST:PORT, keeping HOST for TLS (SNI, certificate check) and the Host header, as curl's --connect-to. An empty field matches any / keeps the original. Repeatable (env: comma-separated)",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::TokenFile,
+        flag: "token-file",
+        env: Some("WAIT_FOR_IDP_TOKEN_FILE"),
+        unset: "none",
+        value_name: "PATH",
+        arity: One,
+        parser: Parser::Path,
+        group: Network,
+        help: "Send \"Authorization: Bearer\" with this file's content (re-read every attempt) to the discovery URL's origin only, e.g. a service-account token for the API server's issuer",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::RefusePrivateAddresses,
+        flag: "refuse-private-addresses",
+        env: Some("WAIT_FOR_IDP_REFUSE_PRIVATE_ADDRESSES"),
+        group: Network,
+        help: "Fail, as SSRF-guarded clients (ToolHive) do, when a name the gate fetches from resolves to a loopback, private, link-local or CGNAT address",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::Output,
+        flag: "output",
+        env: Some("WAIT_FOR_IDP_OUTPUT"),
+        default: Some("text"),
+        value_name: "text|json",
+        arity: One,
+        parser: Parser::Choice(&["text", "json"]),
+        group: Output,
+        help: "Final summary format: text (log lines only) or json (one JSON object on stdout)",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::TerminationLog,
+        flag: "termination-log",
+        env: Some("WAIT_FOR_IDP_TERMINATION_LOG"),
+        default: Some(TERMINATION_LOG),
+        value_name: "PATH",
+        arity: One,
+        parser: Parser::Path,
+        group: Output,
+        help: "File that receives the one-line outcome for `kubectl describe`; skipped if it cannot be opened. The default is used only if it exists",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::Quiet,
+        flag: "quiet",
+        short: Some('q'),
+        env: Some("WAIT_FOR_IDP_QUIET"),
+        group: Output,
+        help: "Log only the final line",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::DryRun,
+        flag: "dry-run",
+        group: Output,
+        help: "Check the flags, environment variables and CA files, print the effective settings and exit (0 valid, 2 not) without touching the network",
+        ..SWITCH
+    },
+];
