@@ -234,3 +234,20 @@ fn the_readme_flag_table_lists_every_flag_and_variable() {
     assert_eq!(words(&help, "--"), words(&table, "--"), "flags in --help vs the README's flag table ({})", bin());
     assert_eq!(words(&help, "WAIT_FOR_IDP_"), words(&table, "WAIT_FOR_IDP_"), "variables in --help vs the README");
 }
+
+/// A module's name says its job, so two modules with one name would be two jobs with one name
+/// (`tests` modules and `mod.rs` files excepted).
+#[test]
+fn no_two_modules_share_a_name() {
+    let mut seen: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for file in rust_files(&root().join("src")) {
+        let stem = if file.ends_with("mod.rs") { file.parent().unwrap().file_name() } else { file.file_stem() };
+        let stem = stem.unwrap().to_string_lossy().into_owned();
+        if stem != "tests" && stem != "src" {
+            seen.entry(stem).or_default().push(file);
+        }
+    }
+    let shared: Vec<String> =
+        seen.iter().filter(|(_, files)| files.len() > 1).map(|(n, f)| format!("{n}: {f:?}")).collect();
+    assert!(shared.is_empty(), "modules sharing a name:\n{}", shared.join("\n"));
+}

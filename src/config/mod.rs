@@ -17,7 +17,7 @@ mod connect_to;
 mod error;
 mod files;
 mod inputs;
-mod proxy;
+mod proxy_env;
 mod read;
 mod trust;
 
@@ -25,7 +25,7 @@ pub(crate) use connect_to::{ConnectTo, ConnectToProblem};
 pub(crate) use error::{ConfigError, Conflict};
 pub(crate) use files::CaFileProblem;
 pub(crate) use inputs::{Raw, Source};
-pub(crate) use proxy::{ProxyChoice, ProxySettings};
+pub(crate) use proxy_env::{ProxyChoice, ProxySettings};
 pub(crate) use read::load;
 pub(crate) use trust::Trust;
 

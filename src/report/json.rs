@@ -2,8 +2,8 @@
 //! values are a contract, documented in the README ("JSON output") and checked by the integration
 //! tests, so a change here is a change to what scripts reading it rely on.
 
+use super::before_wait::first_urls;
 use super::outcome::{IssuerResult, Outcome, Stopped};
-use super::settings::first_urls;
 use crate::config::Config;
 use crate::config::Target;
 use crate::probe::ServerReady;

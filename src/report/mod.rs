@@ -4,7 +4,7 @@
 //!
 //! One module per job:
 //! - [`log_lines`]: logging set-up and the line for each attempt, with its throttle;
-//! - [`settings`]: the usage error, `--dry-run` and the notices before the first attempt;
+//! - [`before_wait`]: the usage error, `--dry-run` and the notices before the first attempt;
 //! - [`outcome`]: how each target's wait and the run ended, what the reports are made from;
 //! - [`exit_code`]: the process's exit code, one type for every way the program ends;
 //! - [`json`]: the `--output json` summary, a public interface;
@@ -12,6 +12,7 @@
 //! - [`conclusion`]: what to say when the wait ends;
 //! - [`delivery`]: saying it, bounded in time, to stderr, stdout and the termination log.
 
+mod before_wait;
 mod conclusion;
 mod delivery;
 mod exit_code;
@@ -19,10 +20,9 @@ mod json;
 mod log_lines;
 mod once;
 mod outcome;
-mod settings;
 
+pub(crate) use before_wait::{dry_run, startup, usage_error};
 pub(crate) use conclusion::{cannot_wait, conclude, interrupted};
 pub(crate) use exit_code::ExitCode;
 pub(crate) use log_lines::{LineThrottle, init_logging, label, log_attempt};
 pub(crate) use outcome::{IssuerResult, Stopped};
-pub(crate) use settings::{dry_run, startup, usage_error};
