@@ -227,7 +227,7 @@ fn compose_starts_the_application_only_after_the_gate_exits_0() {
 }
 
 /// podman-compose reads and runs the same file (its ordering is not asserted: see the module's
-/// documentation), and the README's way round its bug works: the gate first, then the
+/// documentation), and the way round its bug in docs/deploy.md works: the gate first, then the
 /// application alone.
 #[test]
 #[ignore = "needs podman, Docker Compose and podman-compose, as root; the test command runs it"]

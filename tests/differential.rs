@@ -3,7 +3,7 @@
 //! `discoverAuthorizationServerMetadata`, after `extractWWWAuthenticateParams` on the resource's
 //! `401`) and the gate, against a generated matrix of MCP servers, each a real HTTPS server on
 //! loopback (`tests/peer/differential.mjs`, trusting the test's CA by NODE_EXTRA_CA_CERTS). Every
-//! verdict agrees, or differs for a reason listed here and in the README ("`--resource`").
+//! verdict agrees, or differs for a reason listed here and in docs/mcp.md ("Measured against the SDK").
 
 use crate::support::*;
 use serde_json::Value;
@@ -157,7 +157,7 @@ fn report(rows: &[Row]) {
     std::fs::write(Path::new(env!("CARGO_TARGET_TMPDIR")).join("differential-mcp-sdk.md"), &md).unwrap();
     println!("{md}");
     assert!(bad.is_empty(), "rows that do not hold: {bad:?}\n\n{md}");
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/mcp.md")).unwrap();
     let count = format!("{agree} of {} cases agree", rows.len());
-    assert!(readme.contains(&count), "the README's \"`--resource`\" section must say {count:?}");
+    assert!(doc.contains(&count), "docs/mcp.md, \"Measured against the SDK\", must say {count:?}");
 }

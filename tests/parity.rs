@@ -1,7 +1,7 @@
 //! Parity with the real clients, as a table: for each provider state or misconfiguration, does the
 //! real client start, and does `wait-for-idp --once` with the same environment say ready? The two
-//! verdicts must agree, except where a row names the deliberate difference (the README lists each
-//! with its reason); such a row must still differ, so the README cannot go stale.
+//! verdicts must agree, except where a row names the deliberate difference (docs/parity.md lists
+//! each with its reason); such a row must still differ, so docs/parity.md cannot go stale.
 //!
 //! The clients: oauth2-proxy (built from its module), against stand-in providers for the states a
 //! provider cannot be put into on demand, against real Keycloak in dev and production mode, and
@@ -152,13 +152,13 @@ fn report(name: &str, client: &str, rows: &[Row]) {
     println!("{md}");
     let bad: Vec<&str> = rows.iter().filter(|r| !r.ok()).map(|r| r.name.as_str()).collect();
     assert!(bad.is_empty(), "rows that do not hold: {bad:?}\n\n{md}");
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/parity.md")).unwrap();
     let count = format!("| **{agree} of {}** |", rows.len());
     let name = client.split(' ').next().unwrap();
     let line = readme.lines().find(|l| l.starts_with("| **") && l.contains(name) && l.contains(" of "));
     assert!(
         line.is_some_and(|l| l.ends_with(&count)),
-        "the README's table of real clients must say {count} for {client}: {line:?}"
+        "docs/parity.md's table of real clients must say {count} for {client}: {line:?}"
     );
 }
 

@@ -130,7 +130,7 @@ fn issuer_mismatch_against_the_certified_provider() {
 /// oidc-provider serves its document at both well-known suffixes *appended* to where it is
 /// mounted. At the root, that is also where RFC 8414 looks, so `oauth` and `auto` pass at the
 /// first URL. Mounted under an issuer's path, as a reverse proxy would, RFC 8414's inserted
-/// location answers 404 (so `oauth` never passes; documented in the README), and `auto` finds
+/// location answers 404 (so `oauth` never passes; documented in docs/ready.md), and `auto` finds
 /// the OIDC document at the third URL.
 #[test]
 #[ignore = "needs node and the npm peers in tests/peer; the test command runs it"]

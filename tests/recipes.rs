@@ -1,17 +1,25 @@
-//! The README's recipes are copied as they are, so they are tested as they are: every `jq` line
-//! between the recipe markers runs against the gate's real JSON, ready and not ready.
+//! The recipes (`docs/deploy.md`, "Recipes") are copied as they are, so they are tested as they
+//! are: every `jq` line between the recipe markers runs against the gate's real JSON, ready and
+//! not ready.
 
 use crate::support::*;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-/// The `jq` commands of the README's recipes, as written (YAML list dashes removed).
+/// Where the recipes live.
+const RECIPES: &str = "docs/deploy.md";
+
+fn recipes() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(RECIPES)).unwrap()
+}
+
+/// The `jq` commands of the recipes, as written (YAML list dashes removed).
 fn jq_lines() -> Vec<String> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let start = readme.find("<!-- recipes").expect("the README marks its recipes");
-    let end = readme.find("<!-- end of recipes -->").expect("the README marks the end of its recipes");
-    let lines: Vec<String> = readme[start..end]
+    let doc = recipes();
+    let start = doc.find("<!-- recipes").expect("docs/deploy.md marks its recipes");
+    let end = doc.find("<!-- end of recipes -->").expect("docs/deploy.md marks the end of its recipes");
+    let lines: Vec<String> = doc[start..end]
         .lines()
         .map(|l| l.trim().trim_start_matches("- ").to_string())
         .filter(|l| l.starts_with("jq "))
@@ -34,7 +42,7 @@ fn run_recipe(line: &str, json: &str) -> (i32, String) {
 
 #[test]
 #[ignore = "needs jq; the test command runs it"]
-fn the_readme_recipes_read_the_gates_json() {
+fn the_recipes_read_the_gates_json() {
     let ca = TestCa::new();
     let (_p, iss) = ready_provider(&ca, "localhost", "");
     let ready = run_args(gate_for(&ca, &iss), &["--timeout", "2m", "--fail-closed", "--strict", "--output", "json"]);
@@ -58,15 +66,15 @@ fn the_readme_recipes_read_the_gates_json() {
     }
 }
 
-/// The README's Keycloak `HEALTHCHECK` recipe, its `CMD` as written, against a production-mode
+/// The Keycloak `HEALTHCHECK` recipe, its `CMD` as written, against a production-mode
 /// Keycloak whose `hostname` is the recipe's public URL (only the port, the CA path and the
 /// binary's path are this machine's). The plain-HTTP form the recipe gives for an ingress that
 /// terminates TLS passes too, and the old form (the issuer at `http://localhost:8080`) never does.
 #[test]
 #[ignore = "runs a production-mode Keycloak (installed by .ci/real-peers); the test command runs it"]
 fn the_keycloak_healthcheck_recipe_passes_on_a_production_keycloak() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let start = readme.find("HEALTHCHECK ").expect("the README has a HEALTHCHECK recipe");
+    let readme = recipes();
+    let start = readme.find("HEALTHCHECK ").expect("docs/deploy.md has a HEALTHCHECK recipe");
     let block = &readme[start..start + readme[start..].find("\n```").unwrap()];
     let json = block.split_once("CMD ").unwrap().1.replace("\\\n", " ");
     let cmd: Vec<String> = serde_json::from_str(&json).expect("the recipe's CMD is a JSON array");
@@ -89,7 +97,7 @@ fn the_keycloak_healthcheck_recipe_passes_on_a_production_keycloak() {
     let discovery = "http://localhost:8080/realms/main/.well-known/openid-configuration";
     assert!(
         readme.contains(&discovery.replace("/realms/main/.well-known", "")[..21]),
-        "the README names the HTTP form"
+        "the recipe names the HTTP form"
     );
     let http_form = ["--once", "--issuer", "https://sso.example.com/realms/main", "--discovery-url", &local(discovery)];
     assert_exit(&run_args(gate(), &http_form), 0);

@@ -1,8 +1,10 @@
 //! The code's own shape, checked like behaviour where no tool checks it: the layering written in
 //! `src/lib.rs` holds (no import points to a later layer, no cycle), no file carries over 450
-//! lines of non-test code, each variable's name is spelled once (in the settings table), every
-//! dev-dependency is used, and the README's flag table lists what `--help` offers. Function
-//! length and unused dependencies are clippy's and rustc's (Cargo.toml `[lints]`, src/lib.rs).
+//! lines of non-test code, no two modules share a name, each variable's name is spelled once (in
+//! the settings table), every dev-dependency is used, the README's flag table lists what `--help`
+//! offers, and the Markdown holds together: the README stays within 15 KiB and every relative
+//! link resolves. Function length and unused dependencies are clippy's and rustc's (Cargo.toml
+//! `[lints]`, src/lib.rs).
 
 use crate::support::{bin, gate};
 use std::collections::{BTreeMap, BTreeSet};
@@ -250,4 +252,124 @@ fn no_two_modules_share_a_name() {
     let shared: Vec<String> =
         seen.iter().filter(|(_, files)| files.len() > 1).map(|(n, f)| format!("{n}: {f:?}")).collect();
     assert!(shared.is_empty(), "modules sharing a name:\n{}", shared.join("\n"));
+}
+
+/// The README is for users: at most 15 KiB; depth goes to docs/ (issue 19).
+#[test]
+fn the_readme_stays_within_15_kib() {
+    let size = std::fs::metadata(root().join("README.md")).unwrap().len();
+    assert!(size <= 15_360, "README.md is {size} bytes, over 15,360: move depth to docs/ and link to it");
+}
+
+/// Files another change adds (issue 19: license, changelog, security policy, release notes). A
+/// link to one is allowed while it is absent; once it exists it is checked like any other.
+const PENDING: [&str; 4] = ["LICENSE", "CHANGELOG.md", "SECURITY.md", "docs/release.md"];
+
+/// The README, CONTRIBUTING.md and every `docs/*.md`.
+fn markdown_files() -> Vec<PathBuf> {
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    [root().join("README.md"), root().join("CONTRIBUTING.md")].into_iter().chain(docs).collect()
+}
+
+/// The lines of a Markdown text outside fenced code blocks.
+fn prose(text: &str) -> impl Iterator<Item = &str> {
+    let mut fenced = false;
+    text.lines().filter(move |l| {
+        if l.trim_start().starts_with("```") {
+            fenced = !fenced;
+            return false;
+        }
+        !fenced
+    })
+}
+
+/// The anchors GitHub gives a text's headings: lower case, spaces to `-`, punctuation other than
+/// `-` and `_` dropped; a repeated heading gets `-1`, `-2`, …
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut seen = BTreeMap::<String, usize>::new();
+    let mut out = BTreeSet::new();
+    for line in prose(text) {
+        let heading = line.trim_start_matches('#');
+        if heading.len() == line.len() || !heading.starts_with(' ') {
+            continue;
+        }
+        let base: String = heading
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter_map(|c| match c {
+                ' ' => Some('-'),
+                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                _ => None,
+            })
+            .collect();
+        let n = seen.entry(base.clone()).or_insert(0);
+        out.insert(if *n == 0 { base.clone() } else { format!("{base}-{n}") });
+        *n += 1;
+    }
+    out
+}
+
+/// A path with `.` and `..` resolved lexically, as a browser resolves a link.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The targets of a text's links and images, `[…](target)`, outside fenced code.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in prose(text) {
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let end = rest.find(')').unwrap_or(rest.len());
+            out.push(rest[..end].to_string());
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_in_the_markdown_resolves() {
+    let mut broken = Vec::new();
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.strip_prefix(root()).unwrap().display().to_string();
+        for target in link_targets(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let resolved = if path.is_empty() { file.clone() } else { lexical(&file.parent().unwrap().join(path)) };
+            if !resolved.exists() {
+                if !PENDING.iter().any(|p| root().join(p) == resolved) {
+                    broken.push(format!("{name}: {target}: no such file"));
+                }
+                continue;
+            }
+            if !anchor.is_empty() && resolved.extension().is_some_and(|e| e == "md") {
+                let there = std::fs::read_to_string(&resolved).unwrap();
+                if !anchors(&there).contains(anchor) {
+                    broken.push(format!("{name}: {target}: no heading with that anchor"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }

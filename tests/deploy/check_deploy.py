@@ -14,13 +14,18 @@
    workload is oauth2-proxy, the gate fetches the very discovery URL the proxy will.
 5. Templates: a `{{ .Values.x }}` in extraInitContainers reaches the init container as literal text
    (the chart does not render it there, unlike extraEnv), and the gate's --dry-run on it exits 2.
+6. The `kubectl run` recipe in docs/deploy.md: the Pod it makes (kubectl's generated Pod with its
+   --overrides applied as its --override-type says) passes the schema and Pod Security
+   "restricted", still runs the gate with the recipe's arguments, and the binary accepts them.
 
 Usage: check_deploy.py --bin PATH --kubectl PATH --helm PATH --ca PEM --token FILE -k 1.25 -k 1.37
 Prints one line per check and a closing "deploy: N passed, M failed".
 """
 
 import argparse
+import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -64,8 +69,8 @@ def pod_spec(doc):
     return None
 
 
-def restricted_problems(pod, container):
-    """Pod Security Standards, profile restricted, plus our own operational rules."""
+def restricted_problems(pod, container, operational=True):
+    """Pod Security Standards, profile restricted, plus (operational) our own rules for the kit."""
     sc = container.get("securityContext") or {}
     psc = pod.get("securityContext") or {}
     problems = []
@@ -86,6 +91,8 @@ def restricted_problems(pod, container):
         problems.append("privileged")
     if sc.get("readOnlyRootFilesystem") is not True:
         problems.append("readOnlyRootFilesystem")
+    if not operational:
+        return problems
     res = container.get("resources") or {}
     if not res.get("requests") or not (res.get("limits") or {}).get("memory"):
         problems.append("resources requests and a memory limit")
@@ -223,6 +230,89 @@ def templated_values(args):
           f"exit {run.returncode}: " + (run.stdout + run.stderr).strip())
 
 
+RECIPES = ROOT / "docs" / "deploy.md"
+# Lists that a strategic merge patch merges by `name` (their patchMergeKey); any other list is replaced.
+MERGED_BY_NAME = {"containers", "initContainers", "ephemeralContainers", "env", "volumes", "volumeMounts"}
+
+
+def kubectl_run_recipe():
+    """The `kubectl run` recipe among docs/deploy.md's recipes, as argv (continuations joined)."""
+    text = RECIPES.read_text()
+    recipes = text[text.index("<!-- recipes"):text.index("<!-- end of recipes -->")]
+    start = recipes.index("```sh\nkubectl run ") + len("```sh\n")
+    block = recipes[start:recipes.index("\n```", start)]
+    return shlex.split(block.replace("\\\n", " "))
+
+
+def patched(target, patch, strategic):
+    """`patch` applied to `target`: a JSON merge patch (RFC 7386), or a strategic merge patch, which
+    differs in merging the lists of MERGED_BY_NAME by their items' `name`."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif strategic and key in MERGED_BY_NAME and isinstance(value, list) and isinstance(out.get(key), list):
+            items = {item["name"]: item for item in out[key]}
+            for item in value:
+                items[item["name"]] = patched(items.get(item["name"], {}), item, strategic)
+            out[key] = list(items.values())
+        else:
+            out[key] = patched(out.get(key), value, strategic)
+    return out
+
+
+def kubectl_run_pod(argv):
+    """The Pod that `kubectl run` creates for argv: its generated Pod (labels run=NAME, one
+    container named NAME with the image and the arguments after `--`, stdin with -i) with
+    --overrides applied as --override-type says (kubectl's default: merge)."""
+    assert argv[:2] == ["kubectl", "run"], argv
+    name, rest = argv[2], argv[3:]
+    options, args = (rest[:rest.index("--")], rest[rest.index("--") + 1:]) if "--" in rest else (rest, [])
+    opts = dict(o[2:].split("=", 1) for o in options if o.startswith("--") and "=" in o)
+    container = {"name": name, "image": opts.get("image"), "args": args}
+    if "-i" in options or "--stdin" in options:
+        container.update(stdin=True, stdinOnce=True)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"run": name}},
+           "spec": {"containers": [container], "restartPolicy": opts.get("restart", "Always")}}
+    if "overrides" in opts:
+        pod = patched(pod, json.loads(opts["overrides"]), opts.get("override-type", "merge") == "strategic")
+    return pod
+
+
+def kubectl_run_recipe_check(args):
+    """Check 6: the pod of the `kubectl run` recipe."""
+    where = "docs/deploy.md kubectl run recipe"
+    try:
+        argv = kubectl_run_recipe()
+        pod = kubectl_run_pod(argv)
+    except (ValueError, KeyError, AssertionError) as e:
+        check(f"{where}: found and parsed", False, repr(e))
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump(pod, f)
+        tmp = f.name
+    for version in args.versions:
+        out = subprocess.run(["kubernetes-validate", "--strict", "--quiet", "-k", version, tmp],
+                             capture_output=True, text=True)
+        check(f"{where}: kubernetes-validate --strict -k {version}", out.returncode == 0,
+              (out.stdout + out.stderr).strip())
+    os.unlink(tmp)
+    gates = [c for c in pod["spec"].get("containers") or [] if "wait-for-idp" in (c.get("image") or "")]
+    recipe_args = argv[argv.index("--") + 1:] if "--" in argv else []
+    check(f"{where}: the overrides keep the gate's image and arguments",
+          len(gates) == 1 and gates[0].get("args") == recipe_args and recipe_args,
+          f"containers after --overrides: {pod['spec'].get('containers')}")
+    for c in gates:
+        problems = restricted_problems(pod["spec"], c, operational=False)
+        check(f"{where}: Pod Security restricted", not problems, "missing: " + ", ".join(problems))
+        run = subprocess.run([args.bin, *c["args"], "--dry-run"], capture_output=True, text=True,
+                             env={"PATH": os.environ.get("PATH", "")})
+        check(f"{where}: the binary accepts its arguments", run.returncode == 0,
+              (run.stdout + run.stderr).strip())
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True)
@@ -279,6 +369,7 @@ def main():
                           "(a --discovery-url or --connect-to that the proxy does not share?)")
     check("every rendering contains a wait-for-idp container", gates >= 5, f"found {gates}")
     templated_values(args)
+    kubectl_run_recipe_check(args)
     print(f"\ndeploy: {RESULTS['passed']} passed, {RESULTS['failed']} failed")
     return 1 if RESULTS["failed"] else 0
 
