@@ -36,12 +36,20 @@ COPY dist/${TARGETARCH}/wait-for-idp /wait-for-idp
 FROM ${BIN_STAGE} AS bin
 
 FROM scratch
+# deploy/push-image sets these: the commit, and SOURCE_DATE_EPOCH (default: the commit's time)
+# in RFC 3339, never the build's own clock, so a rebuild of the same commit is the same image. A
+# plain build says "unknown" and the epoch (as ko does) rather than a time that would differ.
 ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=1970-01-01T00:00:00Z
+ARG IMAGE_SOURCE=https://github.com/example/wait-for-idp
 LABEL org.opencontainers.image.title="wait-for-idp" \
       org.opencontainers.image.description="Init container that waits until an OpenID Connect issuer really serves its metadata" \
       org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.source="https://github.com/example/wait-for-idp"
+      org.opencontainers.image.source="${IMAGE_SOURCE}"
 COPY --from=bin /wait-for-idp /wait-for-idp
 USER 65532:65532
 ENTRYPOINT ["/wait-for-idp"]
