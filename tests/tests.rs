@@ -18,5 +18,6 @@ mod parity;
 mod peer;
 mod properties;
 mod recipes;
+mod registry;
 mod structure;
 mod trust;
