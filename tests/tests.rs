@@ -19,5 +19,6 @@ mod peer;
 mod properties;
 mod recipes;
 mod registry;
+mod release;
 mod structure;
 mod trust;
