@@ -107,7 +107,8 @@ impl HttpReply {
 }
 
 /// Storage of its own for one side (pusher or puller), so what is pulled can only have come from
-/// the registry; vfs, runc and cgroupfs as this machine needs.
+/// the registry, and state of its own (no lock shared with the image tests running beside it);
+/// vfs, runc and cgroupfs as this machine needs.
 struct Storage {
     dir: tempfile::TempDir,
 }
@@ -127,8 +128,11 @@ impl Storage {
         .unwrap();
         std::fs::write(
             dir.path().join("containers.conf"),
-            "[containers]\ndefault_ulimits = [\"nofile=20000:20000\", \"nproc=4096:4096\"]\n\
-             [engine]\ncgroup_manager = \"cgroupfs\"\nruntime = \"runc\"\n",
+            format!(
+                "[containers]\ndefault_ulimits = [\"nofile=20000:20000\", \"nproc=4096:4096\"]\n\
+                 [engine]\ncgroup_manager = \"cgroupfs\"\nruntime = \"runc\"\ntmp_dir = \"{}\"\n",
+                dir.path().join("tmp").display()
+            ),
         )
         .unwrap();
         Storage { dir }
