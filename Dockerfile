@@ -1,7 +1,10 @@
 # wait-for-idp: a static binary in an otherwise empty image.
 #
 # Multi-arch: `docker buildx build --platform linux/amd64,linux/arm64 .` builds each platform
-# natively (QEMU for the foreign one); TARGETARCH picks the Rust target.
+# natively (QEMU for the foreign one); TARGETARCH picks the Rust target. deploy/push-image does
+# this and pushes both. TARGETARCH is declared without a default on purpose: BuildKit takes a
+# default over the platform's value, and every image would get the amd64 binary. buildah and
+# podman set it from --platform as BuildKit does.
 #
 # BIN_STAGE chooses where the binary comes from: `builder` compiles it here (the default);
 # `prebuilt` copies dist/${TARGETARCH}/wait-for-idp from the build context (how CI tests the
@@ -9,7 +12,7 @@
 ARG BIN_STAGE=builder
 
 FROM rust:1.95.0-slim-bookworm AS builder
-ARG TARGETARCH=amd64
+ARG TARGETARCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # musl-gcc for ring's C and assembly; the version is pinned with the base image.
 RUN apt-get update \
@@ -29,7 +32,7 @@ RUN case "${TARGETARCH}" in \
  && cp "target/${triple}/release/wait-for-idp" /wait-for-idp
 
 FROM scratch AS prebuilt
-ARG TARGETARCH=amd64
+ARG TARGETARCH
 COPY dist/${TARGETARCH}/wait-for-idp /wait-for-idp
 
 # hadolint ignore=DL3006

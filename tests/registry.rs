@@ -278,6 +278,9 @@ fn registry_push_image_then_pull_and_run() {
     let copied = puller.podman().args(["cp", &format!("{id}:/wait-for-idp")]).arg(&arm_bin).output().unwrap();
     assert!(copied.status.success(), "{}", String::from_utf8_lossy(&copied.stderr));
     let _ = puller.podman().args(["rm", &id]).output();
+    // The arm64 entry holds the arm64 binary, byte for byte the one .ci/build-static made.
+    let built = root().join("target/aarch64-unknown-linux-musl/release/wait-for-idp");
+    assert!(std::fs::read(&arm_bin).unwrap() == std::fs::read(&built).unwrap(), "the arm64 image's binary differs");
     let out = Command::new("qemu-aarch64-static").arg(&arm_bin).arg("--version").output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("wait-for-idp {}", crate_version()));
 

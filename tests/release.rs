@@ -196,3 +196,14 @@ fn the_license_is_the_apache_license_2_0_word_for_word() {
     let dockerfile = std::fs::read_to_string(root().join("Dockerfile")).unwrap();
     assert!(dockerfile.contains("org.opencontainers.image.licenses=\"Apache-2.0\""));
 }
+
+/// BuildKit (docker buildx, push-image's docker path) gives a stage's `ARG TARGETARCH=x` default
+/// precedence over the platform being built, so every entry of the manifest list would hold the
+/// amd64 binary; buildah and podman do not, so the registry test cannot see it. Hence a rule.
+#[test]
+fn the_dockerfile_takes_targetarch_from_the_platform_without_a_default() {
+    let dockerfile = std::fs::read_to_string(root().join("Dockerfile")).unwrap();
+    let declared: Vec<&str> = dockerfile.lines().map(str::trim).filter(|l| l.starts_with("ARG TARGETARCH")).collect();
+    assert!(!declared.is_empty(), "the Dockerfile declares no TARGETARCH");
+    assert!(declared.iter().all(|l| *l == "ARG TARGETARCH"), "{declared:?}");
+}
