@@ -1,7 +1,10 @@
 # wait-for-idp: a static binary in an otherwise empty image.
 #
 # Multi-arch: `docker buildx build --platform linux/amd64,linux/arm64 .` builds each platform
-# natively (QEMU for the foreign one); TARGETARCH picks the Rust target.
+# natively (QEMU for the foreign one); TARGETARCH picks the Rust target. deploy/push-image does
+# this and pushes both. TARGETARCH is declared without a default on purpose: BuildKit takes a
+# default over the platform's value, and every image would get the amd64 binary. buildah and
+# podman set it from --platform as BuildKit does.
 #
 # BIN_STAGE chooses where the binary comes from: `builder` compiles it here (the default);
 # `prebuilt` copies dist/${TARGETARCH}/wait-for-idp from the build context (how CI tests the
@@ -9,7 +12,7 @@
 ARG BIN_STAGE=builder
 
 FROM rust:1.95.0-slim-bookworm AS builder
-ARG TARGETARCH=amd64
+ARG TARGETARCH
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # musl-gcc for ring's C and assembly; the version is pinned with the base image.
 RUN apt-get update \
@@ -29,19 +32,27 @@ RUN case "${TARGETARCH}" in \
  && cp "target/${triple}/release/wait-for-idp" /wait-for-idp
 
 FROM scratch AS prebuilt
-ARG TARGETARCH=amd64
+ARG TARGETARCH
 COPY dist/${TARGETARCH}/wait-for-idp /wait-for-idp
 
 # hadolint ignore=DL3006
 FROM ${BIN_STAGE} AS bin
 
 FROM scratch
+# deploy/push-image sets these: the commit, and SOURCE_DATE_EPOCH (default: the commit's time)
+# in RFC 3339, never the build's own clock, so a rebuild of the same commit is the same image. A
+# plain build says "unknown" and the epoch (as ko does) rather than a time that would differ.
 ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=1970-01-01T00:00:00Z
+ARG IMAGE_SOURCE=https://github.com/example/wait-for-idp
 LABEL org.opencontainers.image.title="wait-for-idp" \
       org.opencontainers.image.description="Init container that waits until an OpenID Connect issuer really serves its metadata" \
       org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.source="https://github.com/example/wait-for-idp"
+      org.opencontainers.image.source="${IMAGE_SOURCE}"
 COPY --from=bin /wait-for-idp /wait-for-idp
 USER 65532:65532
 ENTRYPOINT ["/wait-for-idp"]

@@ -261,10 +261,6 @@ fn the_readme_stays_within_15_kib() {
     assert!(size <= 15_360, "README.md is {size} bytes, over 15,360: move depth to docs/ and link to it");
 }
 
-/// Files another change adds (issue 19: license, changelog, security policy, release notes). A
-/// link to one is allowed while it is absent; once it exists it is checked like any other.
-const PENDING: [&str; 4] = ["LICENSE", "CHANGELOG.md", "SECURITY.md", "docs/release.md"];
-
 /// The README, CONTRIBUTING.md and every `docs/*.md`.
 fn markdown_files() -> Vec<PathBuf> {
     let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
@@ -358,9 +354,7 @@ fn every_relative_link_in_the_markdown_resolves() {
             let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
             let resolved = if path.is_empty() { file.clone() } else { lexical(&file.parent().unwrap().join(path)) };
             if !resolved.exists() {
-                if !PENDING.iter().any(|p| root().join(p) == resolved) {
-                    broken.push(format!("{name}: {target}: no such file"));
-                }
+                broken.push(format!("{name}: {target}: no such file"));
                 continue;
             }
             if !anchor.is_empty() && resolved.extension().is_some_and(|e| e == "md") {

@@ -28,6 +28,8 @@ mod proxy;
 mod readiness;
 mod recipes;
 mod redirects;
+mod registry;
+mod release;
 mod retry_after;
 mod signals;
 mod structure;

@@ -191,7 +191,7 @@ extraEnv: &oidc-env
     value: "{{ .Values.x }}"
 extraInitContainers:
   - name: wait-for-idp
-    image: ghcr.io/example/wait-for-idp:0.1.0
+    image: YOUR_REGISTRY/wait-for-idp:0.1.0
     env: *oidc-env
 """
 
