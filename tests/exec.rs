@@ -311,3 +311,110 @@ fn once_runs_the_command_only_when_ready() {
     assert_exit(&r, 1);
     assert!(!marker.exists(), "the command ran");
 }
+
+/// The `ENTRYPOINT` form in a real image, as docs/exec.md's Dockerfile recipe builds it: an
+/// application image (scratch and Debian's static busybox, whose shell script is the
+/// application) with the gate copied in from its image, `ENTRYPOINT ["/wait-for-idp", "--"]`
+/// and the application as `CMD`, run with podman against a local provider. The script runs as
+/// PID 1 and traps SIGTERM; `podman kill --signal TERM` reaches it, and the container exits with
+/// the script's own code. Against a dead provider, failing closed, the script never starts.
+#[test]
+#[ignore = "needs root and podman, buildah and the static musl binary; the test command runs it"]
+fn entrypoint_in_an_image_hands_pid_1_and_its_signals_to_the_command() {
+    use std::io::BufRead;
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    let tag = exec_image();
+    let name = format!("wait-for-idp-exec-{}", std::process::id());
+    let run = |env: &[(&str, &str)], name: &str| {
+        crate::image::readable_by_anyone(ca.dir.path());
+        crate::image::readable_by_anyone(&ca.pem_path);
+        let mut cmd = crate::image::podman();
+        cmd.args(["run", "--rm", "--name", name, "--network", "host"])
+            .args(["--ulimit", "nofile=20000:20000", "--ulimit", "nproc=4096:4096", "-v"])
+            .arg(format!("{}:/ca/ca.pem:ro", ca.pem_path.display()))
+            .args(["-e", "WAIT_FOR_IDP_CA_FILE=/ca/ca.pem"]);
+        for (key, value) in env {
+            cmd.args(["-e", &format!("{key}={value}")]);
+        }
+        cmd.arg(&tag).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd
+    };
+
+    let mut child = run(&[("WAIT_FOR_IDP_ISSUER", &iss)], &name).spawn().unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let Ok(first) = rx.recv_timeout(Duration::from_secs(90)) else {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!("the application did not start:\n{}", String::from_utf8_lossy(&out.stderr));
+    };
+    assert_eq!(first, "app: running as PID 1");
+    let killed = crate::image::podman().args(["kill", "--signal", "TERM", &name]).output().unwrap();
+    assert!(killed.status.success(), "{}", String::from_utf8_lossy(&killed.stderr));
+    let status = child.wait().unwrap();
+    let rest: Vec<String> = rx.try_iter().collect();
+    let mut log = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log);
+    assert_eq!(rest, ["app: SIGTERM received as PID 1"], "{log}");
+    assert_eq!(status.code(), Some(42), "the container ends with the application's own code\n{log}");
+    assert!(log.contains(&format!("ready: {iss} after ")), "{log}");
+    assert!(log.contains("; handing over to /bin/busybox"), "{log}");
+
+    let dead = Reserved::new().issuer("");
+    let closed =
+        [("WAIT_FOR_IDP_ISSUER", dead.as_str()), ("WAIT_FOR_IDP_TIMEOUT", "2s"), ("WAIT_FOR_IDP_FAIL_CLOSED", "true")];
+    let r = run_with_limit(run(&closed, &format!("{name}-closed")), Duration::from_secs(120));
+    assert_exit(&r, 1);
+    assert!(r.stdout.is_empty(), "the application started: {}", r.stdout);
+    assert_logged(&r, &["failing closed (exit 1); /bin/busybox not run"]);
+}
+
+/// docs/exec.md's Dockerfile recipe with a busybox script for the application: scratch, the
+/// static busybox, the script, the gate copied from its image (built from this tree).
+fn exec_image() -> String {
+    let gate = crate::image::image("amd64");
+    let context = tempfile::tempdir().unwrap();
+    let busybox = Path::new("/bin/busybox");
+    let described = Command::new("file").arg("-L").arg(busybox).output().map(|o| o.stdout).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&described).contains("statically linked"),
+        "the application image needs Debian's busybox-static, which the test command installs"
+    );
+    std::fs::copy(busybox, context.path().join("busybox")).unwrap();
+    std::fs::write(
+        context.path().join("app.sh"),
+        "echo \"app: running as PID $$\"\n\
+         trap 'echo \"app: SIGTERM received as PID $$\"; exit 42' TERM\n\
+         while :; do /bin/busybox sleep 1 & wait $!; done\n",
+    )
+    .unwrap();
+    std::fs::write(
+        context.path().join("Containerfile"),
+        format!(
+            "FROM scratch\n\
+             COPY busybox /bin/busybox\n\
+             COPY app.sh /app.sh\n\
+             COPY --from={gate} /wait-for-idp /wait-for-idp\n\
+             USER 65532:65532\n\
+             ENTRYPOINT [\"/wait-for-idp\", \"--\"]\n\
+             CMD [\"/bin/busybox\", \"sh\", \"/app.sh\"]\n"
+        ),
+    )
+    .unwrap();
+    let tag = "localhost/wait-for-idp-exec-app:test".to_string();
+    let out = crate::image::buildah()
+        .args(["build", "--isolation", "chroot", "--pull=never", "-f"])
+        .arg(context.path().join("Containerfile"))
+        .args(["-t", &tag])
+        .arg(context.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "buildah build failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    tag
+}
