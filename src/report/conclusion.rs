@@ -211,3 +211,49 @@ pub(crate) fn interrupted_before_handover(name: &str, signal: i32, termination_l
     say_last(Level::Warn, format!("interrupted by {signal_name} before handing over; {name} not run"), termination_log);
     ExitCode::Interrupted(signal)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn said(error: std::io::Error, name: &str) -> (ExitCode, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TerminationLog { path: dir.path().join("termination-log"), create: true };
+        let code = cannot_hand_over(name, &error, "/opt/bin:/usr/bin", &log);
+        (code, std::fs::read_to_string(&log.path).unwrap())
+    }
+
+    #[test]
+    fn a_command_not_found_is_127_and_one_that_cannot_run_126_as_env_and_sh_say() {
+        let (code, line) = said(std::io::Error::from_raw_os_error(libc::ENOENT), "vault");
+        assert_eq!(code, ExitCode::CommandNotFound);
+        assert_eq!(
+            line,
+            "cannot hand over to vault: not found in PATH (/opt/bin:/usr/bin); check the name, or give its full path \
+             (exit 127)\n"
+        );
+        let (code, line) = said(std::io::Error::from_raw_os_error(libc::ENOTDIR), "/opt/vault/bin");
+        assert_eq!(code, ExitCode::CommandNotFound);
+        assert!(line.starts_with("cannot hand over to /opt/vault/bin: not found; check the name"), "{line}");
+        for (errno, why) in [
+            (libc::EACCES, "permission denied: it must be a file with execute permission"),
+            (libc::ENOEXEC, "not an executable format (a script needs a #! line; the gate runs no shell)"),
+            (libc::E2BIG, "Argument list too long"),
+        ] {
+            let (code, line) = said(std::io::Error::from_raw_os_error(errno), "vault");
+            assert_eq!(code, ExitCode::CommandCannotRun, "{line}");
+            assert!(line.starts_with(&format!("cannot hand over to vault: {why}")), "{line}");
+            assert!(line.trim_end().ends_with("(exit 126)"), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_signal_just_before_the_hand_over_is_an_interruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TerminationLog { path: dir.path().join("termination-log"), create: true };
+        let code = interrupted_before_handover("vault", signal_hook::consts::SIGTERM, &log);
+        assert_eq!(code, ExitCode::Interrupted(signal_hook::consts::SIGTERM));
+        let line = std::fs::read_to_string(&log.path).unwrap();
+        assert_eq!(line, "interrupted by SIGTERM before handing over; vault not run\n");
+    }
+}
