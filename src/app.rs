@@ -4,13 +4,15 @@
 //! for the deadline, whichever comes first, and then ends the process. So neither a resolver
 //! stuck in `getaddrinfo` nor a server that drips bytes can keep the gate past its deadline, and
 //! SIGTERM ends it at once even as PID 1 (where the kernel ignores signals without a handler).
-//! Everything said along the way is `report`'s.
+//! Everything said along the way is `report`'s. When the workload may start and a command follows
+//! `--`, the process then becomes that command (`handover`).
 
-use crate::config::{self, Config, Loaded};
+use crate::config::{self, Config, Loaded, TerminationLog};
+use crate::handover::{self, NotHandedOver};
 use crate::net::http::HttpClient;
 use crate::probe::Prober;
 use crate::report::{self, ExitCode, IssuerResult, LineThrottle, Stopped};
-use crate::settings::Given;
+use crate::settings::{Given, ThenCommand};
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
 use anyhow::Context;
 use std::sync::Arc;
@@ -83,7 +85,25 @@ fn run() -> ExitCode {
         }
         Err(e) => report::cannot_wait(&config, &e, started.elapsed()),
     };
-    conclusion.deliver(&config.termination_log)
+    let starts = conclusion.outcome.starts_workload();
+    let code = conclusion.deliver(&config.termination_log);
+    match &config.then {
+        Some(then) if starts => hand_over(then, &rx, &config.termination_log),
+        _ => code,
+    }
+}
+
+/// Becomes the command after `--`, once everything has been said; returns only if that failed
+/// or a signal came first.
+fn hand_over(then: &ThenCommand, rx: &Receiver<Event>, termination_log: &TerminationLog) -> ExitCode {
+    let signalled = || rx.try_iter().find_map(|e| if let Event::Signal(s) = e { Some(s) } else { None });
+    match handover::exec(then, &signalled) {
+        NotHandedOver::Signal(signal) => report::interrupted_before_handover(&then.name(), signal, termination_log),
+        NotHandedOver::Failed(e) => {
+            let path = String::from_utf8_lossy(&handover::path()).into_owned();
+            report::cannot_hand_over(&then.name(), &e, &path, termination_log)
+        }
+    }
 }
 
 /// SIGTERM and SIGINT reach the main loop as events.

@@ -16,8 +16,9 @@
 //! 5. probe — one attempt and its failure class
 //! 6. wait — deadline, budget and pacing on an injected clock
 //! 7. report — everything the tool says
-//! 8. app — threads, signals and the exit code
-//! 9. fuzz_checks — the fuzz targets' properties (tests and fuzzing only)
+//! 8. handover — becoming the command after `--`: descriptors, signal dispositions, execvp
+//! 9. app — threads, signals and the exit code
+//! 10. fuzz_checks — the fuzz targets' properties (tests and fuzzing only)
 //!
 //! # Failures, from the leaves to the exit code
 //!
@@ -40,7 +41,8 @@
 //! 5. **`wait::Verdict`** is how one target's wait ended: ready, deadline, attempts exhausted, or
 //!    a conclusive failure.
 //! 6. **`report::Outcome`** is how the run ended (ready, failed open, not ready, interrupted), and
-//!    **`report::ExitCode`** the only place a number is made: 0, 1, 2 or 128 + the signal.
+//!    **`report::ExitCode`** the only place a number is made: 0, 1, 2, 126 or 127 (the command
+//!    after `--` could not be run, as `env` and `sh` say it) or 128 + the signal.
 //!
 //! Nothing on the way panics on input: hostile bytes are problems (the fuzz targets hold the rules
 //! to that), and a write that fails (a closed stderr, a full disk) changes neither the outcome nor
@@ -54,6 +56,7 @@ mod app;
 mod config;
 #[doc(hidden)]
 pub mod fuzz_checks;
+mod handover;
 mod human;
 mod net;
 mod probe;

@@ -15,6 +15,7 @@ mod diagnostics;
 mod differential;
 mod discovery_chains;
 mod documents;
+mod exec;
 mod fuzz_seeds;
 mod image;
 mod in_cluster;

@@ -9,14 +9,44 @@ use std::fmt;
 
 #[derive(Debug)]
 pub(crate) enum ConfigError {
-    MissingIssuer { empty_env: bool },
-    InvalidUrl { source: Source, value: String, problem: url::Problem },
-    InvalidValue { source: Source, value: String, expected: String },
-    ConnectTo { source: Source, value: String, problem: ConnectToProblem },
-    CaFile { source: Source, path: String, problem: CaFileProblem },
-    TokenFile { source: Source, path: String, problem: TokenProblem },
+    MissingIssuer {
+        empty_env: bool,
+    },
+    InvalidUrl {
+        source: Source,
+        value: String,
+        problem: url::Problem,
+    },
+    InvalidValue {
+        source: Source,
+        value: String,
+        expected: String,
+    },
+    ConnectTo {
+        source: Source,
+        value: String,
+        problem: ConnectToProblem,
+    },
+    CaFile {
+        source: Source,
+        path: String,
+        problem: CaFileProblem,
+    },
+    TokenFile {
+        source: Source,
+        path: String,
+        problem: TokenProblem,
+    },
     Conflict(Conflict),
-    UnknownVariable { name: String, suggestion: Option<&'static str> },
+    UnknownVariable {
+        name: String,
+        suggestion: Option<&'static str>,
+    },
+    /// `--` with no command after it, or an empty word as the command (`-- ""`, a value a
+    /// template rendered empty).
+    NoCommand {
+        empty_word: bool,
+    },
 }
 
 /// Settings that are each valid but cannot go together.
@@ -93,6 +123,16 @@ impl fmt::Display for ConfigError {
                 Some(s) => write!(f, "{name} is not a variable wait-for-idp reads; did you mean {s}?"),
                 None => write!(f, "{name} is not a variable wait-for-idp reads; see --help for the list"),
             },
+            ConfigError::NoCommand { empty_word } => write!(
+                f,
+                "{}: name the command to run after the wait (wait-for-idp --issuer URL -- COMMAND [ARGS...]), \
+                 or drop the '--' to only wait",
+                if *empty_word {
+                    "the command after '--' is an empty word"
+                } else {
+                    "'--' is given with no command after it"
+                }
+            ),
         }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Three steps, each in a function of its own ([`read`]): read every value by precedence and
 //! parse it ([`inputs`]), check the settings that cannot go together, then load the files they
-//! name ([`files`], [`trust`]). Derived settings are decided here and nowhere else: `--once` is
+//! name ([`files`], [`trust`]); the command after `--`, if any, is taken as it is. Derived settings are decided here and nowhere else: `--once` is
 //! one attempt, failing closed, without a start spread; `--jwks-url` implies `--check-jwks`.
 //! Nothing invalid is ever replaced by a default: every problem is a [`ConfigError`] naming the
 //! flag or variable and what would be right, and the process exits 2. What is worth saying but
@@ -30,7 +30,7 @@ pub(crate) use read::load;
 pub(crate) use trust::Trust;
 
 use crate::rules::authorization_server::Rules;
-use crate::settings::Id;
+use crate::settings::{Id, ThenCommand};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -131,6 +131,9 @@ pub(crate) struct Config {
     pub(crate) termination_log: TerminationLog,
     /// Where each setting that something set came from (a setting absent here has its default).
     pub(crate) sources: BTreeMap<Id, Source>,
+    /// `-- COMMAND [ARGS…]`: what the process becomes when the workload may start (ready, or
+    /// failing open).
+    pub(crate) then: Option<ThenCommand>,
 }
 
 /// How this run goes, apart from what it waits for.

@@ -6,7 +6,7 @@ use super::{
     Source, Target, TerminationLog, Timing, files, trust,
 };
 use crate::rules::authorization_server::{MetadataKind, Rules};
-use crate::settings::{self, Given, Id};
+use crate::settings::{self, Given, Id, Then, ThenCommand};
 use crate::url;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,7 +28,19 @@ pub(crate) fn load(
         files::check_token_file(raw)?;
     }
     let proxies = ProxySettings::from_env(env)?;
-    Ok(values.into_loaded(trust, proxies, notices))
+    let then = read_then(given)?;
+    Ok(values.into_loaded(trust, proxies, notices, then))
+}
+
+/// The command after `--`, if any; `--` alone, or an empty word for the program, is a usage
+/// error rather than a gate that would exit 127 only after the whole wait.
+fn read_then(given: &Given) -> Result<Option<ThenCommand>, ConfigError> {
+    match given.then() {
+        Then::Nothing => Ok(None),
+        Then::Empty => Err(ConfigError::NoCommand { empty_word: false }),
+        Then::Command(then) if then.program.is_empty() => Err(ConfigError::NoCommand { empty_word: true }),
+        Then::Command(then) => Ok(Some(then.clone())),
+    }
 }
 
 /// `WAIT_FOR_IDP_*` names no setting reads: an error under `--dry-run` (which exists to catch
@@ -146,7 +158,13 @@ impl Values {
 
     /// The configuration itself, once the files it names are loaded (step 3); `--once` is
     /// applied here.
-    fn into_loaded(self, trust: super::Trust, proxies: ProxySettings, notices: Vec<Notice>) -> Loaded {
+    fn into_loaded(
+        self,
+        trust: super::Trust,
+        proxies: ProxySettings,
+        notices: Vec<Notice>,
+        then: Option<ThenCommand>,
+    ) -> Loaded {
         let discovery_url = self.discovery_url.map(|raw| raw.value);
         let issuers = self
             .issuers
@@ -180,6 +198,7 @@ impl Values {
             fail_closed: self.fail_closed,
             termination_log: self.termination_log,
             sources: self.sources,
+            then,
         };
         Loaded { config, mode: self.mode, notices }
     }

@@ -281,3 +281,17 @@ fn unrendered_templates_are_named_before_anything_else() {
         assert!(e.contains("write the URL itself"), "{e}");
     }
 }
+
+#[test]
+fn the_command_after_double_dash_is_carried_and_an_empty_one_refused() {
+    let config = build(&["--issuer", "https://h", "--", "vault", "write", "secret/x"], &[]).unwrap();
+    let then = config.then.unwrap();
+    assert_eq!(then.program, "vault");
+    assert_eq!(then.args, ["write", "secret/x"]);
+    assert!(build(&["--issuer", "https://h"], &[]).unwrap().then.is_none());
+    let alone = err(&["--issuer", "https://h", "--"], &[]);
+    assert!(alone.contains("'--' is given with no command after it"), "{alone}");
+    assert!(alone.contains("-- COMMAND [ARGS...]"), "{alone}");
+    let empty = err(&["--issuer", "https://h", "--", ""], &[]);
+    assert!(empty.contains("the command after '--' is an empty word"), "{empty}");
+}

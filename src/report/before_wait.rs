@@ -90,6 +90,15 @@ fn settings_summary(config: &Config, mode: RunMode, notices: &[Notice]) -> Strin
         "when not ready  {}",
         if config.fail_closed { "fail closed (exit 1)" } else { "fail open (exit 0)" }
     );
+    if let Some(then) = &config.then {
+        let _ = writeln!(
+            out,
+            "then            exec {} (its {} argument(s) not shown), when ready{}",
+            then.name(),
+            then.args.len(),
+            if config.fail_closed { "; not run when not ready" } else { " or failing open" }
+        );
+    }
     out.push_str("settings\n");
     for s in SETTINGS {
         let origin = match config.sources.get(&s.id) {

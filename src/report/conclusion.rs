@@ -1,6 +1,8 @@
 //! What the tool says when the wait ends: the outcome, the final line, the reasons for each
 //! target not ready, and what goes to stdout, gathered into one [`Conclusion`] to be delivered.
 
+use super::delivery::say_last;
+use super::exit_code::ExitCode;
 use super::json::json_summary;
 use super::log_lines::{failure_counts, label};
 use super::once::once_summary;
@@ -8,6 +10,7 @@ use super::outcome::{IssuerResult, Outcome, Stopped};
 use crate::config::Config;
 use crate::config::Output;
 use crate::config::RunMode;
+use crate::config::TerminationLog;
 use crate::human::secs;
 use crate::url;
 use crate::wait::Verdict;
@@ -44,7 +47,14 @@ pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'
             }
         }
         let names: Vec<String> = issuers.iter().map(|r| url::redact(r.target.name())).collect();
-        let last = (Level::Info, format!("ready: {} after {attempts} attempt(s) in {took}", names.join(", ")));
+        let last = (
+            Level::Info,
+            format!(
+                "ready: {} after {attempts} attempt(s) in {took}{}",
+                names.join(", "),
+                then(config, Outcome::Ready)
+            ),
+        );
         let stdout = match config.output {
             Output::Json => Some(json_summary(config, Outcome::Ready, elapsed, issuers)),
             Output::Text => (!once.is_empty()).then_some(once),
@@ -54,21 +64,35 @@ pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'
 
     let reasons = not_ready_lines(config, issuers, elapsed, &mut lines);
     let summary = format!("{} after {attempts} attempt(s) in {took}", reasons.join(", "));
-    let (outcome, last) = if config.fail_closed {
-        (Outcome::NotReady, (Level::Error, format!("not ready: {summary}; failing closed (exit 1)")))
-    } else {
-        (
-            Outcome::FailedOpen,
-            (
-                Level::Warn,
-                format!(
-                    "failing open: not ready: {summary}; starting the workload anyway, as without the gate (exit 0)"
-                ),
-            ),
-        )
-    };
+    let (outcome, last) = not_ready_line(config, &format!("not ready: {summary}"), "as without the gate");
     let stdout = (config.output == Output::Json).then(|| json_summary(config, outcome, elapsed, issuers));
     Conclusion { outcome, lines, last, stdout }
+}
+
+/// The final line of a run not ready: failing closed, or failing open and starting the workload.
+fn not_ready_line(config: &Config, reason: &str, as_without: &str) -> (Outcome, (Level, String)) {
+    if config.fail_closed {
+        let closed = format!("{reason}; failing closed (exit 1){}", then(config, Outcome::NotReady));
+        return (Outcome::NotReady, (Level::Error, closed));
+    }
+    let start = match &config.then {
+        Some(command) => format!("handing over to {} anyway", command.name()),
+        None => "starting the workload anyway".to_string(),
+    };
+    let as_without = if as_without.is_empty() { String::new() } else { format!(", {as_without}") };
+    let code = if config.then.is_some() { "" } else { " (exit 0)" };
+    (Outcome::FailedOpen, (Level::Warn, format!("failing open: {reason}; {start}{as_without}{code}")))
+}
+
+/// What the final line adds about the command after `--`: that the gate hands over to it, or
+/// that it is not run. Its name only, never its arguments: those may hold secrets (`vault write
+/// … password=…`), and this line also goes to the termination message and the JSON's readers.
+fn then(config: &Config, outcome: Outcome) -> String {
+    match &config.then {
+        None => String::new(),
+        Some(command) if outcome.starts_workload() => format!("; handing over to {}", command.name()),
+        Some(command) => format!("; {} not run", command.name()),
+    }
 }
 
 /// For each target not ready: why, its last failure, its attempt under way if any, and its
@@ -109,8 +133,14 @@ pub(crate) fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal:
     let name = if signal == signal_hook::consts::SIGINT { "SIGINT" } else { "SIGTERM" };
     let attempts: u32 = issuers.iter().map(|r| r.tally.attempts).sum();
     let outcome = Outcome::Interrupted(signal);
-    let last =
-        (Level::Warn, format!("interrupted by {name} after {attempts} attempt(s) in {}; not ready", secs(elapsed)));
+    let last = (
+        Level::Warn,
+        format!(
+            "interrupted by {name} after {attempts} attempt(s) in {}; not ready{}",
+            secs(elapsed),
+            then(config, outcome)
+        ),
+    );
     let stdout = (config.output == Output::Json).then(|| json_summary(config, outcome, elapsed, issuers));
     let mut lines = Vec::new();
     not_ready_lines(config, issuers, elapsed, &mut lines);
@@ -121,11 +151,8 @@ pub(crate) fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal:
 /// ready, failing open or closed as configured, with the reason.
 pub(crate) fn cannot_wait(config: &Config, error: &anyhow::Error, elapsed: Duration) -> Conclusion {
     let reason = format!("cannot wait: {error:#}");
-    let (outcome, last) = if config.fail_closed {
-        (Outcome::NotReady, (Level::Error, format!("not ready: {reason}; failing closed (exit 1)")))
-    } else {
-        (Outcome::FailedOpen, (Level::Warn, format!("failing open: {reason}; starting the workload anyway (exit 0)")))
-    };
+    let reason = if config.fail_closed { format!("not ready: {reason}") } else { reason };
+    let (outcome, last) = not_ready_line(config, &reason, "");
     let stdout = (config.output == Output::Json).then(|| json_summary(config, outcome, elapsed, &[]));
     Conclusion { outcome, lines: Vec::new(), last, stdout }
 }
@@ -145,5 +172,88 @@ fn not_ready_reason(r: &IssuerResult<'_>, config: &Config, elapsed: Duration) ->
             config.targets.get(i).map_or(String::new(), |t| url::redact(t.name()))
         ),
         (None, Stopped::Signal(_)) => format!("interrupted after {}", secs(elapsed)),
+    }
+}
+
+/// The command after `--` could not be run: 127 when it was not found, 126 when it was but could
+/// not be run, as `env` and `sh` exit; the log and the termination message say which, and what
+/// to check. `path` is the `PATH` searched (for a name without a slash), its default if unset.
+pub(crate) fn cannot_hand_over(
+    name: &str,
+    error: &std::io::Error,
+    path: &str,
+    termination_log: &TerminationLog,
+) -> ExitCode {
+    let (code, why) = match error.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR) => {
+            let searched = if name.contains('/') { String::new() } else { format!(" in PATH ({path})") };
+            (ExitCode::CommandNotFound, format!("not found{searched}; check the name, or give its full path"))
+        }
+        Some(libc::EACCES) => (
+            ExitCode::CommandCannotRun,
+            "permission denied: it must be a file with execute permission, in directories that can be searched"
+                .to_string(),
+        ),
+        Some(libc::ENOEXEC) => (
+            ExitCode::CommandCannotRun,
+            "not an executable format (a script needs a #! line; the gate runs no shell)".to_string(),
+        ),
+        _ => (ExitCode::CommandCannotRun, error.to_string()),
+    };
+    let line = format!("cannot hand over to {name}: {why} (exit {})", code.code());
+    say_last(Level::Error, line, termination_log);
+    code
+}
+
+/// SIGTERM or SIGINT came after the wait, before the hand-over: the command is not run.
+pub(crate) fn interrupted_before_handover(name: &str, signal: i32, termination_log: &TerminationLog) -> ExitCode {
+    let signal_name = if signal == signal_hook::consts::SIGINT { "SIGINT" } else { "SIGTERM" };
+    say_last(Level::Warn, format!("interrupted by {signal_name} before handing over; {name} not run"), termination_log);
+    ExitCode::Interrupted(signal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn said(error: std::io::Error, name: &str) -> (ExitCode, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TerminationLog { path: dir.path().join("termination-log"), create: true };
+        let code = cannot_hand_over(name, &error, "/opt/bin:/usr/bin", &log);
+        (code, std::fs::read_to_string(&log.path).unwrap())
+    }
+
+    #[test]
+    fn a_command_not_found_is_127_and_one_that_cannot_run_126_as_env_and_sh_say() {
+        let (code, line) = said(std::io::Error::from_raw_os_error(libc::ENOENT), "vault");
+        assert_eq!(code, ExitCode::CommandNotFound);
+        assert_eq!(
+            line,
+            "cannot hand over to vault: not found in PATH (/opt/bin:/usr/bin); check the name, or give its full path \
+             (exit 127)\n"
+        );
+        let (code, line) = said(std::io::Error::from_raw_os_error(libc::ENOTDIR), "/opt/vault/bin");
+        assert_eq!(code, ExitCode::CommandNotFound);
+        assert!(line.starts_with("cannot hand over to /opt/vault/bin: not found; check the name"), "{line}");
+        for (errno, why) in [
+            (libc::EACCES, "permission denied: it must be a file with execute permission"),
+            (libc::ENOEXEC, "not an executable format (a script needs a #! line; the gate runs no shell)"),
+            (libc::E2BIG, "Argument list too long"),
+        ] {
+            let (code, line) = said(std::io::Error::from_raw_os_error(errno), "vault");
+            assert_eq!(code, ExitCode::CommandCannotRun, "{line}");
+            assert!(line.starts_with(&format!("cannot hand over to vault: {why}")), "{line}");
+            assert!(line.trim_end().ends_with("(exit 126)"), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_signal_just_before_the_hand_over_is_an_interruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TerminationLog { path: dir.path().join("termination-log"), create: true };
+        let code = interrupted_before_handover("vault", signal_hook::consts::SIGTERM, &log);
+        assert_eq!(code, ExitCode::Interrupted(signal_hook::consts::SIGTERM));
+        let line = std::fs::read_to_string(&log.path).unwrap();
+        assert_eq!(line, "interrupted by SIGTERM before handing over; vault not run\n");
     }
 }

@@ -6,6 +6,7 @@ use super::exit_code::ExitCode;
 use super::log_lines::OUTCOME;
 use crate::config::TerminationLog;
 use crate::token;
+use log::Level;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -20,43 +21,61 @@ impl Conclusion {
     /// change the exit code, and there is nowhere left to report them.
     pub(crate) fn deliver(self, termination_log: &TerminationLog) -> ExitCode {
         let code = self.outcome.exit_code();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut sinks = 0;
-        let mut spawn = |job: Box<dyn FnOnce() + Send>| {
-            let tx = tx.clone();
-            if std::thread::Builder::new()
-                .spawn(move || {
-                    job();
-                    let _ = tx.send(());
-                })
-                .is_ok()
-            {
-                sinks += 1;
-            }
-        };
+        let mut jobs: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
         // Whatever a server sent back, no token the gate has read leaves the process.
         let (log, line) = (termination_log.clone(), token::scrub(&self.last.1).into_owned());
-        spawn(Box::new(move || write_termination_log(&log, &line)));
+        jobs.push(Box::new(move || write_termination_log(&log, &line)));
         if let Some(text) = self.stdout.map(|t| token::scrub(&t).into_owned()) {
-            spawn(Box::new(move || {
+            jobs.push(Box::new(move || {
                 let mut out = std::io::stdout().lock();
                 let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
             }));
         }
         let (lines, last) = (self.lines, self.last);
-        spawn(Box::new(move || {
+        jobs.push(Box::new(move || {
             for (level, line) in lines {
                 log::log!(level, "{line}");
             }
             log::log!(target: OUTCOME, last.0, "{}", last.1);
         }));
-        let until = Instant::now() + DELIVERY_BOUND;
-        for _ in 0..sinks {
-            if rx.recv_timeout(until.saturating_duration_since(Instant::now())).is_err() {
-                break;
-            }
-        }
+        bounded(jobs);
         code
+    }
+}
+
+/// A last word after the conclusion (the command after `--` could not be run): the log's final
+/// line and the termination message, which replaces the one that said the gate was handing over.
+pub(crate) fn say_last(level: Level, line: String, termination_log: &TerminationLog) {
+    let log = termination_log.clone();
+    let line = token::scrub(&line).into_owned();
+    let logged = line.clone();
+    bounded(vec![
+        Box::new(move || write_termination_log(&log, &line)),
+        Box::new(move || log::log!(target: OUTCOME, level, "{logged}")),
+    ]);
+}
+
+/// Runs each job on a thread of its own and waits for them at most [`DELIVERY_BOUND`].
+fn bounded(jobs: Vec<Box<dyn FnOnce() + Send>>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut sinks = 0;
+    for job in jobs {
+        let tx = tx.clone();
+        if std::thread::Builder::new()
+            .spawn(move || {
+                job();
+                let _ = tx.send(());
+            })
+            .is_ok()
+        {
+            sinks += 1;
+        }
+    }
+    let until = Instant::now() + DELIVERY_BOUND;
+    for _ in 0..sinks {
+        if rx.recv_timeout(until.saturating_duration_since(Instant::now())).is_err() {
+            break;
+        }
     }
 }
 

@@ -10,6 +10,11 @@ pub(crate) enum ExitCode {
     NotReady,
     /// 2: a usage or configuration error, found by clap or by the configuration's checks.
     Usage,
+    /// 126: the command after `--` was found but could not be run (not executable, or another
+    /// reason `execve` gave), as `env` and `sh` report it.
+    CommandCannotRun,
+    /// 127: the command after `--` was not found, as `env` and `sh` report it.
+    CommandNotFound,
     /// 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), as a shell reports a process
     /// that signal ended.
     Interrupted(i32),
@@ -28,6 +33,8 @@ impl ExitCode {
             ExitCode::Success => 0,
             ExitCode::NotReady => 1,
             ExitCode::Usage => 2,
+            ExitCode::CommandCannotRun => 126,
+            ExitCode::CommandNotFound => 127,
             ExitCode::Interrupted(signal) => 128 + signal,
         }
     }
@@ -44,6 +51,8 @@ mod tests {
         assert_eq!(ExitCode::Success.code(), 0);
         assert_eq!(ExitCode::NotReady.code(), 1);
         assert_eq!(ExitCode::Usage.code(), 2);
+        assert_eq!(ExitCode::CommandCannotRun.code(), 126);
+        assert_eq!(ExitCode::CommandNotFound.code(), 127);
         assert_eq!(ExitCode::Interrupted(SIGINT).code(), 130);
         assert_eq!(ExitCode::Interrupted(SIGTERM).code(), 143);
     }

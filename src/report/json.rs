@@ -22,6 +22,10 @@ struct Summary<'a> {
     /// Over all issuers.
     attempts: u32,
     elapsed_ms: u64,
+    /// The command after `--` that the gate hands over to (ready or failing open), else `null`.
+    /// Its name only: its arguments may hold secrets. `exit_code` stays the gate's own: once
+    /// handed over, the process ends with the command's status.
+    handover: Option<String>,
     issuers: Vec<IssuerSummary<'a>>,
 }
 
@@ -188,6 +192,7 @@ pub(super) fn json_summary(
         exit_code: outcome.exit_code().code(),
         attempts: issuers.iter().map(|r| r.tally.attempts).sum(),
         elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        handover: config.then.as_ref().filter(|_| outcome.starts_workload()).map(|c| c.name()),
         issuers: issuers.iter().map(|r| IssuerSummary::new(r, config)).collect(),
     };
     let mut json = serde_json::to_string(&summary).unwrap_or_default();

@@ -9,7 +9,8 @@
 //! - [`exit_code`]: the process's exit code, one type for every way the program ends;
 //! - [`json`]: the `--output json` summary, a public interface;
 //! - [`once`]: the `--once` summary on stdout;
-//! - [`conclusion`]: what to say when the wait ends;
+//! - [`conclusion`]: what to say when the wait ends, and when the hand-over to the command
+//!   after `--` does not happen;
 //! - [`delivery`]: saying it, bounded in time, to stderr, stdout and the termination log.
 
 mod before_wait;
@@ -22,7 +23,7 @@ mod once;
 mod outcome;
 
 pub(crate) use before_wait::{dry_run, startup, usage_error};
-pub(crate) use conclusion::{cannot_wait, conclude, interrupted};
+pub(crate) use conclusion::{cannot_hand_over, cannot_wait, conclude, interrupted, interrupted_before_handover};
 pub(crate) use exit_code::ExitCode;
 pub(crate) use log_lines::{LineThrottle, init_logging, label, log_attempt};
 pub(crate) use outcome::{IssuerResult, Stopped};

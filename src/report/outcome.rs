@@ -49,6 +49,12 @@ impl Outcome {
         }
     }
 
+    /// Whether the workload may start: ready, or failing open. Only then does the gate hand over
+    /// to the command after `--`.
+    pub(crate) fn starts_workload(self) -> bool {
+        matches!(self, Outcome::Ready | Outcome::FailedOpen)
+    }
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Ready => "ready",
@@ -69,5 +75,13 @@ mod tests {
         assert_eq!(Outcome::FailedOpen.exit_code(), ExitCode::Success);
         assert_eq!(Outcome::NotReady.exit_code(), ExitCode::NotReady);
         assert_eq!(Outcome::Interrupted(15).exit_code(), ExitCode::Interrupted(15));
+    }
+
+    #[test]
+    fn only_ready_and_failing_open_start_the_workload() {
+        assert!(Outcome::Ready.starts_workload());
+        assert!(Outcome::FailedOpen.starts_workload());
+        assert!(!Outcome::NotReady.starts_workload());
+        assert!(!Outcome::Interrupted(15).starts_workload());
     }
 }

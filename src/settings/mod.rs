@@ -155,10 +155,10 @@ const LONG_ABOUT: &str = "Wait until an OpenID Connect issuer really serves its 
     will (exact issuer, required members) and exits 0 the moment it passes. When the deadline passes first \
     it fails open (exit 0 with a warning) unless --fail-closed.\n\n\
     Exit codes: 0 ready, or not ready and failing open; 1 not ready with --fail-closed or --once; 2 usage or \
-    configuration error; 130/143 interrupted by SIGINT/SIGTERM.\n\n\
+    configuration error; 126/127 the command after -- cannot run/is not found; 130/143 interrupted by SIGINT/SIGTERM.\n\n\
     An environment variable that is set but empty counts as unset.";
-const AFTER_HELP: &str =
-    "Exit codes: 0 ready (or failed open), 1 not ready (--fail-closed, --once), 2 bad configuration, 130/143 signal.";
+const AFTER_HELP: &str = "Exit codes: 0 ready (or failed open), 1 not ready (--fail-closed, --once), 2 bad configuration, \
+    126/127 COMMAND cannot run/not found, 130/143 signal; once handed over, COMMAND's own.";
 
 /// The help text of one setting: its own words, then its limit and default, then its variables.
 fn help(s: &Setting) -> String {
@@ -184,13 +184,25 @@ fn help(s: &Setting) -> String {
     }
 }
 
-/// The clap command, built from the table.
+/// The positional that holds `-- COMMAND [ARGS…]`.
+const THEN: &str = "COMMAND";
+
+/// The clap command, built from the table, and `-- COMMAND [ARGS…]` after it.
 pub(crate) fn command() -> Command {
     let mut cmd = Command::new("wait-for-idp")
         .version(env!("CARGO_PKG_VERSION"))
         .about(ABOUT)
         .long_about(LONG_ABOUT)
-        .after_help(AFTER_HELP);
+        .after_help(AFTER_HELP)
+        .arg(
+            Arg::new(THEN)
+                .help(THEN_HELP)
+                .num_args(1..)
+                .last(true)
+                .allow_hyphen_values(true)
+                .value_parser(clap::value_parser!(std::ffi::OsString))
+                .value_name("COMMAND"),
+        );
     for s in SETTINGS {
         let mut arg = Arg::new(s.flag).long(s.flag).help(help(s)).help_heading(s.group.heading());
         if let Some(short) = s.short {
@@ -206,10 +218,63 @@ pub(crate) fn command() -> Command {
     cmd
 }
 
-/// What the command line gave: each setting's values, in the order typed.
+const THEN_HELP: &str = "-- COMMAND [ARGS]...: run COMMAND when ready or failing open, in place of the gate (exec: same process, same \
+    environment, no shell; PATH searched). Not run when failing closed or interrupted; 127 if not found, 126 if \
+    it cannot run";
+
+/// What the command line gave: each setting's values, in the order typed, and the command to
+/// hand over to.
 #[derive(Debug, Default)]
 pub(crate) struct Given {
     values: Vec<Vec<String>>,
+    then: Then,
+}
+
+/// What came after `--`.
+///
+/// Not a row of the table, and with no variable: the table's settings are what Helm values and
+/// kustomize patches set through `env:`, while a command is the workload itself, written where
+/// the image or the manifest names what to run (`ENTRYPOINT`/`CMD`, `command:`/`args:`,
+/// `ExecStart=`). Its arguments are raw bytes, as the kernel passes them, not UTF-8 strings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Then {
+    /// No `--`: the gate exits with its own code.
+    #[default]
+    Nothing,
+    /// `--` with nothing after it: a usage error (`config` says so).
+    Empty,
+    /// `-- COMMAND [ARGS…]`.
+    Command(ThenCommand),
+}
+
+/// The command to become when the gate lets the workload start. Its `Debug` shows the program
+/// and only the number of its arguments: they may hold secrets (`vault write … password=…`), and
+/// nothing the gate prints may carry one.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct ThenCommand {
+    pub(crate) program: std::ffi::OsString,
+    pub(crate) args: Vec<std::ffi::OsString>,
+}
+
+impl ThenCommand {
+    /// The program as given, for people: lossy UTF-8, control characters escaped so that a name
+    /// cannot forge a log line. Never the arguments.
+    pub(crate) fn name(&self) -> String {
+        self.program
+            .to_string_lossy()
+            .chars()
+            .flat_map(|c| {
+                let escaped: Vec<char> = if c.is_control() { c.escape_default().collect() } else { vec![c] };
+                escaped
+            })
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for ThenCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ThenCommand({:?} and {} argument(s), not shown)", self.name(), self.args.len())
+    }
 }
 
 impl Given {
@@ -219,8 +284,23 @@ impl Given {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        let matches = command().try_get_matches_from(args)?;
-        Ok(Given::from_matches(&matches))
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        let matches = command().try_get_matches_from(&args)?;
+        let mut given = Given::from_matches(&matches);
+        given.then = match matches.get_many::<std::ffi::OsString>(THEN) {
+            Some(mut words) => match words.next() {
+                Some(program) => {
+                    Then::Command(ThenCommand { program: program.clone(), args: words.cloned().collect() })
+                }
+                None => Then::Empty,
+            },
+            // clap takes a `--` with nothing after it for no command at all. A `--` typed last
+            // is that, unless it was a flag's value (`--termination-log --`), which is odd
+            // enough to be refused as well.
+            None if args.len() > 1 && args.last().is_some_and(|a| a == "--") => Then::Empty,
+            None => Then::Nothing,
+        };
+        Ok(given)
     }
 
     fn from_matches(matches: &ArgMatches) -> Given {
@@ -237,7 +317,12 @@ impl Given {
                 _ => matches.get_many::<String>(s.flag).map(|v| v.cloned().collect()).unwrap_or_default(),
             })
             .collect();
-        Given { values }
+        Given { values, then: Then::Nothing }
+    }
+
+    /// What came after `--`.
+    pub(crate) fn then(&self) -> &Then {
+        &self.then
     }
 
     /// The values given for a setting on the command line (a switch given: `["true"]`).
@@ -316,6 +401,38 @@ mod tests {
         assert_eq!(given.get(Id::Issuer), ["https://a", "https://b"]);
         assert_eq!(given.get(Id::CaFile), ["x"]);
         assert!(given.get(Id::Once).is_empty());
+    }
+
+    #[test]
+    fn the_words_after_double_dash_are_the_command_and_its_arguments() {
+        let given =
+            Given::parse_from(["w", "--issuer", "https://a", "--", "vault", "write", "--force", "-x", "--"]).unwrap();
+        let Then::Command(then) = given.then() else { panic!("{:?}", given.then()) };
+        assert_eq!(then.program, "vault");
+        assert_eq!(then.args, ["write", "--force", "-x", "--"]);
+        assert_eq!(given.get(Id::Issuer), ["https://a"]);
+        // Flags after `--` are the command's, not the gate's.
+        let given = Given::parse_from(["w", "--", "sh", "--timeout", "1s"]).unwrap();
+        assert!(given.get(Id::Timeout).is_empty());
+        assert!(matches!(given.then(), Then::Command(t) if t.program == "sh" && t.args == ["--timeout", "1s"]));
+    }
+
+    #[test]
+    fn double_dash_alone_is_empty_and_no_double_dash_is_nothing() {
+        assert_eq!(*Given::parse_from(["w", "--issuer", "https://a", "--"]).unwrap().then(), Then::Empty);
+        assert_eq!(*Given::parse_from(["w", "--issuer", "https://a"]).unwrap().then(), Then::Nothing);
+        assert_eq!(*Given::parse_from(["w"]).unwrap().then(), Then::Nothing);
+        // A stray word without `--` is still clap's usage error, not a command.
+        assert!(Given::parse_from(["w", "--issuer", "https://a", "vault"]).is_err());
+    }
+
+    #[test]
+    fn a_command_shows_its_name_but_never_its_arguments() {
+        let then = ThenCommand { program: "vault\nERROR forged".into(), args: vec!["password=hunter2".into()] };
+        assert_eq!(then.name(), "vault\\nERROR forged");
+        let debug = format!("{then:?}");
+        assert!(!debug.contains("hunter2"), "{debug}");
+        assert!(debug.contains("1 argument(s)"), "{debug}");
     }
 
     #[test]

@@ -7,8 +7,8 @@
 2. Schema: every rendered document passes `kubernetes-validate --strict` for each version given.
 3. Policy: every container passes Pod Security "restricted" and carries resources and
    terminationMessagePolicy: FallbackToLogsOnError.
-4. Interface: every wait-for-idp container's args and env (ConfigMaps resolved) are accepted by
-   the binary's own parsing (`--dry-run`), so a renamed flag or a typo in a variable fails here;
+4. Interface: every wait-for-idp container's args and env (ConfigMaps resolved; a command after
+   `--` included) are accepted by the binary's own parsing (`--dry-run`), so a renamed flag or a typo in a variable fails here;
    and where the workload names its issuer (--oidc-issuer-url, OAUTH2_PROXY_OIDC_ISSUER_URL), its
    JWKS (JWKS_URL) or its MCP server (MCP_SERVER_URL), the gate waits for that very one; where the
    workload is oauth2-proxy, the gate fetches the very discovery URL the proxy will.
@@ -36,6 +36,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 RESULTS = {"passed": 0, "failed": 0}
+
+
+def dry_run(argv):
+    """argv with --dry-run added among the gate's own flags: after `--`, it would be the command's."""
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i] + ["--dry-run"] + argv[i:]
+    return argv + ["--dry-run"]
 
 
 def check(name, ok, detail=""):
@@ -117,6 +125,10 @@ def gate_invocation(container, configmaps, ca, token):
         elif "valueFrom" in item:
             env[item["name"]] = "placeholder-from-valueFrom"
     argv = list(container.get("command") or []) + list(container.get("args") or [])
+    # The gate named as the container's command (its image is the workload's, the gate copied
+    # in): the program is not one of its arguments.
+    if argv and argv[0].endswith("/wait-for-idp"):
+        argv = argv[1:]
     # Files that exist only in a pod (mounted CA bundles) are replaced by a real test CA.
     argv = [a.split("=")[0] + "=" + ca if a.startswith("--ca-file=") else a for a in argv]
     argv = [ca if prev == "--ca-file" else a for prev, a in zip([""] + argv, argv)]
@@ -307,7 +319,7 @@ def kubectl_run_recipe_check(args):
     for c in gates:
         problems = restricted_problems(pod["spec"], c, operational=False)
         check(f"{where}: Pod Security restricted", not problems, "missing: " + ", ".join(problems))
-        run = subprocess.run([args.bin, *c["args"], "--dry-run"], capture_output=True, text=True,
+        run = subprocess.run([args.bin, *dry_run(c["args"])], capture_output=True, text=True,
                              env={"PATH": os.environ.get("PATH", "")})
         check(f"{where}: the binary accepts its arguments", run.returncode == 0,
               (run.stdout + run.stderr).strip())
@@ -352,7 +364,7 @@ def main():
                 if err:
                     check(f"{where}: settings resolve", False, err)
                     continue
-                out = subprocess.run([args.bin, *argv, "--dry-run"], env=env, capture_output=True, text=True)
+                out = subprocess.run([args.bin, *dry_run(argv)], env=env, capture_output=True, text=True)
                 check(f"{where}: the binary accepts its flags and variables", out.returncode == 0,
                       (out.stdout + out.stderr).strip())
                 gate_settings = {(line.split(None, 1)[0], line.split(None, 2)[1]) for line in out.stdout.splitlines()
