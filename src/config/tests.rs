@@ -153,6 +153,7 @@ fn once_is_one_attempt_and_fails_closed() {
 #[test]
 fn help_shows_the_defaults_the_configuration_uses() {
     let help = settings::command().render_long_help().to_string();
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     for shown in
         ["at least 100ms [default: 5m]", "[default: 1s]", "[default: 5s]", "[default: oidc]", "[default: text]"]
     {

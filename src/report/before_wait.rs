@@ -200,6 +200,8 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
         }
         Id::Quiet => on(mode.quiet),
         Id::DryRun => on(mode.dry_run),
+        Id::LogLevel | Id::Verbose => mode.log_level.as_str().to_ascii_lowercase(),
+        Id::LogFormat => if mode.log_json { "json" } else { "text" }.to_string(),
     }
 }
 
