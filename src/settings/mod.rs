@@ -137,6 +137,7 @@ mod help;
 mod suggest;
 mod table;
 
+pub(crate) use help::VERSION;
 pub(crate) use suggest::{near_misses, unknown_variables};
 pub(crate) use table::SETTINGS;
 
