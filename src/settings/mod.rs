@@ -95,7 +95,7 @@ impl Group {
             Group::Target => "What to wait for",
             Group::Timing => "Timing and outcome",
             Group::Network => "TLS and network",
-            Group::Output => "Output",
+            Group::Output => "Output and logging",
         }
     }
 }
