@@ -51,7 +51,8 @@ Examples:
   # An MCP server, and every authorization server it names
   wait-for-idp --resource https://mcp.example.com/mcp
 
-  # Check the settings and see where each came from, without the network
+  # In CI: a pod's arguments and environment checked, each setting shown with
+  # where it came from, without the network (exit 0 or 2)
   wait-for-idp --dry-run
 
 Exit codes:
