@@ -18,8 +18,11 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN apt-get update \
  && apt-get install -y --no-install-recommends musl-tools=1.2.3-1 \
  && rm -rf /var/lib/apt/lists/*
+# The build context has no .git: `--build-arg WAIT_FOR_IDP_COMMIT=$(git rev-parse HEAD)` names the
+# commit in --version (build.rs), else it says "unknown".
+ARG WAIT_FOR_IDP_COMMIT=unknown
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock build.rs ./
 COPY .cargo .cargo
 COPY src src
 RUN case "${TARGETARCH}" in \

@@ -59,8 +59,8 @@ fn run() -> ExitCode {
     if mode.dry_run {
         return report::dry_run(&config, mode, &notices);
     }
-    report::init_logging(mode.quiet, std::env::var("RUST_LOG").ok());
-    report::startup(&notices, signals.err());
+    report::init_logging(mode, std::env::var("RUST_LOG").ok());
+    report::startup(&config, &notices, signals.err());
     let config = Arc::new(config);
     let conclusion = match launch(&config, started, tx) {
         Ok(probers) => {

@@ -69,3 +69,7 @@ pub mod url;
 mod wait;
 
 pub use app::main;
+/// The command line, built from the settings table: for `examples/gen-docs.rs`, which writes the
+/// shell completions and the man page that ship with a release.
+#[doc(hidden)]
+pub use settings::command;

@@ -39,6 +39,8 @@ impl fmt::Display for Stage {
 pub(crate) struct Progress {
     at: Mutex<(Stage, String)>,
     client_cert_requested: AtomicBool,
+    /// A plain-HTTP request was answered with a TLS record: the port speaks HTTPS.
+    tls_reply: AtomicBool,
     /// Every name resolved, in order, with the addresses it resolved to.
     resolved: Mutex<Vec<(String, Vec<IpAddr>)>>,
 }
@@ -70,6 +72,15 @@ impl Progress {
     /// The names resolved so far, with their addresses.
     pub(crate) fn resolved(&self) -> Vec<(String, Vec<IpAddr>)> {
         self.resolved.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    pub(crate) fn note_tls_reply(&self) {
+        self.tls_reply.store(true, Ordering::Relaxed);
+    }
+
+    /// A plain-HTTP request was answered in TLS.
+    pub(crate) fn tls_reply(&self) -> bool {
+        self.tls_reply.load(Ordering::Relaxed)
     }
 
     /// A TLS server asked for a client certificate (and got none: the gate has none to give).

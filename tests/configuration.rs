@@ -68,14 +68,127 @@ fn the_same_issuer_twice_is_polled_once() {
     assert_logged(&r, &["is given twice; it is polled once"]);
 }
 
+/// `--help` in 80 columns with examples; `-h` one screen, a line a flag; `--version` the commit.
 #[test]
 fn help_and_version() {
     let r = run_args(gate(), &["--help"]);
     assert_exit(&r, 0);
     assert!(r.stdout.contains("[env: WAIT_FOR_IDP_TIMEOUT]") && r.stdout.contains("Exit codes"), "{}", r.stdout);
+    assert!(r.stdout.contains("Examples:\n  # ") && r.stdout.contains("TLS and network:"), "{}", r.stdout);
+    assert!(r.stdout.lines().all(|l| l.chars().count() <= 80), "over 80 columns:\n{}", r.stdout);
+    let short = run_args(gate(), &["-h"]);
+    assert_exit(&short, 0);
+    assert!(short.stdout.lines().count() <= 50 && short.stdout.lines().all(|l| l.chars().count() <= 80));
+    assert!(
+        short.stdout.contains("      --timeout DURATION  ") && !short.stdout.contains("Examples"),
+        "{}",
+        short.stdout
+    );
     let r = run_args(gate(), &["--version"]);
     assert_exit(&r, 0);
-    assert!(r.stdout.starts_with("wait-for-idp "));
+    assert!(r.stdout.starts_with("wait-for-idp 0."), "{}", r.stdout);
+    let commit = r.stdout.split("(commit ").nth(1).map(|c| c.trim_end().trim_end_matches(')')).unwrap_or_default();
+    let git =
+        std::process::Command::new("git").args(["rev-parse", "HEAD"]).current_dir(env!("CARGO_MANIFEST_DIR")).output();
+    match git.ok().filter(|o| o.status.success()) {
+        Some(head) => assert_eq!(commit, String::from_utf8_lossy(&head.stdout).trim(), "{}", r.stdout),
+        None => assert!(!commit.is_empty(), "{}", r.stdout),
+    }
+}
+
+/// Boolean flags as kubectl's and helm's (Go's pflag): `--flag`, `--flag=true`, `--flag=false`,
+/// read with the variables' words; `--flag=false` beats its variable, a bad word is exit 2 naming
+/// the flag, and a value after a space is told to go after `=`.
+#[test]
+fn boolean_flags_take_true_and_false_and_beat_their_variable() {
+    let dry = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = gate();
+        cmd.args(["--issuer", "https://h", "--dry-run"]).args(args).envs(env.iter().copied());
+        run(cmd)
+    };
+    let setting = |r: &Run, flag: &str| -> String {
+        let line = r.stdout.lines().find(|l| l.trim_start().starts_with(&format!("{flag} ")));
+        line.unwrap_or_else(|| panic!("{flag} not in\n{}", r.stdout))
+            .split_whitespace()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let r = dry(&["--fail-closed=false"], &[("WAIT_FOR_IDP_FAIL_CLOSED", "true")]);
+    assert_exit(&r, 0);
+    assert_eq!(setting(&r, "--fail-closed"), "false (from --fail-closed)");
+    assert!(r.stdout.contains("fail open (exit 0)"), "{}", r.stdout);
+    let r = dry(&["--strict=true", "--check-jwks", "--quiet=no"], &[("WAIT_FOR_IDP_QUIET", "1")]);
+    assert_eq!(setting(&r, "--strict"), "true (from --strict)");
+    assert_eq!(setting(&r, "--check-jwks"), "true (from --check-jwks)");
+    assert_eq!(setting(&r, "--quiet"), "false (from --quiet)");
+    let r = dry(&["--fail-closed=maybe"], &[]);
+    assert_exit(&r, 2);
+    assert_logged(&r, &["--fail-closed: 'maybe' is not valid; expected true or false"]);
+    let r = dry(&["--fail-closed", "false"], &[]);
+    assert_exit(&r, 2);
+    assert_logged(&r, &["takes its value after '=': --fail-closed=false"]);
+}
+
+/// Mistakes caught before the wait, each exit 2 with the fix, under `--dry-run` and at run time:
+/// the discovery URL given as the issuer, several issuers in one value, a misspelt variable as
+/// the only issuer, an unknown flag, and `-k`.
+#[test]
+fn mistakes_are_caught_before_the_wait_with_the_fix() {
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
+    let cases: &[Case] = &[
+        (
+            &["--issuer", "https://sso.example/realms/main/.well-known/openid-configuration"],
+            &[],
+            &[
+                "is the discovery URL, not the issuer",
+                "'https://sso.example/realms/main', as the issuer",
+                "--discovery-url",
+            ],
+        ),
+        (
+            &[],
+            &[("OAUTH2_PROXY_OIDC_ISSUER_URL", "https://sso.example/realms/main/.well-known/openid-configuration")],
+            &[
+                "OAUTH2_PROXY_OIDC_ISSUER_URL: 'https://sso.example/realms/main/.well-known/",
+                "the part before /.well-known/",
+            ],
+        ),
+        (&["--issuer", "https://a.example,https://b.example"], &[], &["holds several URLs; repeat --issuer for each"]),
+        (
+            &[],
+            &[("OAUTH2_PROXY_OIDC_ISSUER_URL", "https://a.example, https://b.example")],
+            &["oauth2-proxy reads it as one URL", "several go in WAIT_FOR_IDP_ISSUER, comma-separated"],
+        ),
+        (
+            &[],
+            &[("WAIT_FOR_IDP_ISSUER_URL", "https://a.example")],
+            &["WAIT_FOR_IDP_ISSUER_URL", "did you mean WAIT_FOR_IDP_ISSUER?"],
+        ),
+        (
+            &[],
+            &[("OAUTH2_PROXY_OIDC_ISSUER", "https://a.example")],
+            &["OAUTH2_PROXY_OIDC_ISSUER is set; did you mean OAUTH2_PROXY_OIDC_ISSUER_URL?"],
+        ),
+        (&["--isuer", "https://a.example"], &[], &["a similar argument exists: '--issuer'"]),
+        (&["--oidc-issuer-url", "https://a.example"], &[], &["a similar argument exists: '--issuer'"]),
+        (&["--issuer", "https://a.example", "-k"], &[], &["there is no -k", "--ca-file PATH"]),
+        (&["--issuer", "https://a.example", "--insecure"], &[], &["there is no --insecure", "--ca-file PATH"]),
+    ];
+    for (args, env, expected) in cases {
+        for dry_run in [false, true] {
+            let mut cmd = gate();
+            cmd.args(*args).envs(env.iter().copied());
+            if dry_run {
+                cmd.arg("--dry-run");
+            }
+            let r = run(cmd);
+            assert_eq!(r.code, Some(2), "{args:?} {env:?} dry-run {dry_run}: {}", r.log());
+            for phrase in *expected {
+                assert!(r.log().contains(phrase), "{args:?} {env:?} dry-run {dry_run}: {phrase:?} not in {}", r.log());
+            }
+        }
+    }
 }
 
 /// Every way to get exit 2, each naming the flag or variable and the fix, credentials redacted.
@@ -186,7 +299,7 @@ fn dry_run_shows_every_setting_with_its_origin_and_the_connect_to_route() {
     let flags: std::collections::BTreeSet<&str> = help
         .split_whitespace()
         .filter(|w| w.starts_with("--") && w.len() > 2)
-        .map(|w| w.trim_end_matches(|c: char| !c.is_alphanumeric()))
+        .map(|w| w.split(['[', '=']).next().unwrap_or_default().trim_end_matches(|c: char| !c.is_alphanumeric()))
         .filter(|w| !matches!(*w, "--help" | "--version"))
         .collect();
     assert!(flags.len() > 20, "{flags:?}");

@@ -68,3 +68,43 @@ fn messages_say_what_is_actually_wrong() {
     assert!(!r.log().contains("network policy") && !r.log().contains("metadata is normally public"), "{}", r.log());
     assert_logged(&r, &["/protocol/openid-connect/certs answered HTTP 403)"]);
 }
+
+/// `http://` sent to a port that speaks TLS: the attempt's failure says so and to use
+/// `https://`, whether the server answers in TLS (an alert) or, as nginx and Go do, with a 400
+/// saying so in plain HTTP.
+#[test]
+fn plain_http_to_a_tls_port_says_to_use_https() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/x");
+    let plain = iss.replacen("https://", "http://", 1);
+    let r = run_args(gate_for(&ca, &plain), &["--once"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["last failure: tls: localhost answered the plain-HTTP request in TLS", "use an https:// URL"]);
+
+    let alert = Provider::start(
+        Mode::Greeting(vec![0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x46]),
+        reply(|_, _| Reply::text(200, "")),
+    );
+    let r = run_args(gate_for(&ca, &alert.issuer("").replacen("https://", "http://", 1)), &["--once"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["answered the plain-HTTP request in TLS"]);
+
+    let nginx = Provider::start(
+        Mode::Plain,
+        reply(|_, _| Reply::text(400, "<center>The plain HTTP request was sent to HTTPS port</center>")),
+    );
+    let r = run_args(gate_for(&ca, &nginx.issuer("").replacen("https://", "http://", 1)), &["--once"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["HTTP 400", "the server says this port serves HTTPS: use an https:// URL"]);
+}
+
+/// A 404 under Keycloak's pre-17 `/auth` prefix says that Keycloak 17 and later dropped it.
+#[test]
+fn a_404_under_keycloaks_auth_prefix_says_it_was_dropped() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/main");
+    let old = iss.replace("/realms/main", "/auth/realms/main");
+    let r = run_args(gate_for(&ca, &old), &["--once"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["HTTP 404", "Keycloak 17 and later serve /realms/… without the /auth prefix"]);
+}

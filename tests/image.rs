@@ -253,7 +253,7 @@ fn arm64_binary_under_qemu() {
     let silent = Provider::start(Mode::Silent, reply(|_, _| Reply::Hang));
     let r = qemu(&["--issuer", &silent.issuer(""), "--ca-file", &ca.ca_arg(), "--timeout", "2s", "--fail-closed"]);
     assert_exit(&r, 1);
-    assert_logged(&r, &["last failure timeout: TLS handshake with localhost not complete within"]);
+    assert_logged(&r, &["last failure: timeout: TLS handshake with localhost not complete within"]);
     assert_within(&r, Duration::from_secs(2));
 }
 

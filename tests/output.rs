@@ -69,3 +69,106 @@ fn a_broken_stderr_pipe_keeps_exit_2() {
         assert_eq!(cmd.status().unwrap().code(), Some(0), "{args:?}");
     }
 }
+
+/// The final line and the termination message carry the last failure's detail, not only its
+/// class; a failed `--once` says its failure once; `--quiet` is one line.
+#[test]
+fn the_final_line_carries_the_detail_and_once_says_it_once() {
+    let ca = TestCa::new();
+    let p = always_503(&ca);
+    let log = ca.path("termination-log");
+    let mut cmd = gate_for(&ca, &p.issuer(""));
+    cmd.args(["--once", "--termination-log"]).arg(&log);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    let detail = "HTTP 503 Service Unavailable from https://localhost:";
+    assert_eq!(r.log().matches(detail).count(), 1, "said once:\n{}", r.log());
+    let last = r.log().lines().last().unwrap_or_default();
+    assert!(last.contains(&format!("last failure: http-status: {detail}")), "{last}");
+    let message = std::fs::read_to_string(&log).unwrap();
+    assert!(message.contains(detail) && message.contains("no healthy upstream"), "{message}");
+
+    let r = run_args(gate_for(&ca, &p.issuer("")), &["--once", "--quiet"]);
+    assert_exit(&r, 1);
+    assert_eq!(r.log().lines().count(), 1, "--quiet is one line:\n{}", r.log());
+    let r = run_args(gate_for(&ca, &p.issuer("")), &["--timeout", "1s", "--interval", "200ms", "-q"]);
+    assert_exit(&r, 0);
+    assert_eq!(r.log().lines().count(), 1, "--quiet is one line:\n{}", r.log());
+}
+
+/// The kubelet keeps 4 KiB of a termination message: a longer final line is cut there, on a
+/// character boundary, and says so.
+#[test]
+fn the_termination_message_is_cut_at_4_kib_and_says_so() {
+    let ca = TestCa::new();
+    let p = Provider::start(
+        tls_mode(ca.leaf(&["localhost"])),
+        reply(|_, _| Reply::text(503, "service indisponible — réessayez dans un instant")),
+    );
+    let log = ca.path("termination-log");
+    // Few targets with long names: many lines before the final one could outlast the bounded
+    // delivery on a loaded machine.
+    let long = "x".repeat(300);
+    let mut cmd = gate_for(&ca, &p.issuer(&format!("/realms/r-0-{long}")));
+    for i in 1..12 {
+        cmd.args(["--issuer", &p.issuer(&format!("/realms/r-{i}-{long}"))]);
+    }
+    cmd.args(["--once", "--termination-log"]).arg(&log);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    let message = std::fs::read_to_string(&log).unwrap();
+    assert!(message.len() <= 4096, "{} bytes", message.len());
+    assert!(message.trim_end().ends_with("[cut at 4 KiB; the log has all of it]"), "{message}");
+    assert!(message.contains("réessayez"), "the target that ended the wait comes first: {message}");
+    let last = r.log().lines().last().unwrap_or_default();
+    assert!(last.contains(&format!("/realms/r-11-{long} (")) && last.len() > 4096, "the log has all of it: {last}");
+}
+
+/// The first line gives the version, what is waited for and where each setting came from; `-v`
+/// and the level variable raise the gate's own lines, not the libraries' (RUST_LOG still
+/// reaches those); `--log-format json` is one object a line with an RFC 3339 time.
+#[test]
+fn the_first_line_says_what_and_from_where_and_the_log_level_and_format_apply() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/x");
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss]).env("WAIT_FOR_IDP_TIMEOUT", "20s").env("OAUTH2_PROXY_PROVIDER_CA_FILES", ca.ca_arg());
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    let first = r.log().lines().next().unwrap_or_default();
+    for part in [
+        "wait-for-idp 0.",
+        "(commit ",
+        &format!("waiting for {iss} up to 20.0s, failing open"),
+        "set by --issuer, WAIT_FOR_IDP_TIMEOUT, OAUTH2_PROXY_PROVIDER_CA_FILES (oauth2-proxy's)",
+    ] {
+        assert!(first.contains(part), "{part:?} not in {first}");
+    }
+
+    let failing = always_503(&ca);
+    let lines = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = gate_for(&ca, &failing.issuer(""));
+        cmd.arg("--once").args(args).envs(env.iter().copied());
+        let r = run(cmd);
+        assert_exit(&r, 1);
+        r.stderr
+    };
+    let plain = lines(&[], &[]);
+    let verbose = lines(&["-v"], &[]);
+    assert!(!plain.contains(" DEBUG ") && verbose.contains(" DEBUG ") && verbose.contains("attempt 1: http-status"));
+    assert_eq!(lines(&[], &[("WAIT_FOR_IDP_LOG_LEVEL", "debug")]).lines().count(), verbose.lines().count());
+    let own = lines(&["-vv"], &[]).lines().count();
+    let everything = lines(&[], &[("RUST_LOG", "trace")]).lines().count();
+    assert!(everything > own, "RUST_LOG=trace {everything} lines, -vv {own}: the libraries' lines stay out of -vv");
+    let warn = lines(&["--log-level", "warn"], &[]);
+    assert!(!warn.contains("waiting for") && warn.contains("not ready: "), "the final line always:\n{warn}");
+
+    let json = lines(&["--log-format", "json"], &[]);
+    for line in json.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let time = v["time"].as_str().unwrap_or_default();
+        assert!(time.len() == 24 && time.ends_with('Z') && time.as_bytes()[10] == b'T', "{time}");
+        assert!(v["level"].is_string() && v["message"].is_string(), "{line}");
+    }
+    assert!(json.lines().last().unwrap_or_default().contains("\"level\":\"error\""), "{json}");
+}

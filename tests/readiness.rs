@@ -16,7 +16,7 @@ fn ready_at_once() {
     assert_exit(&r, 0);
     assert_logged(&r, &["attempt 1: passed", "ready: https://localhost:"]);
     assert_eq!(p.count(), 1);
-    assert_eq!(r.log().lines().count(), 2, "one line per attempt plus the outcome:\n{}", r.log());
+    assert_eq!(r.log().lines().count(), 3, "the first line, one per attempt, and the outcome:\n{}", r.log());
 }
 
 #[test]
@@ -83,7 +83,7 @@ fn fails_open_at_the_deadline_by_default() {
     let p = always_503(&ca);
     let r = run_args(gate_for(&ca, &p.issuer("")), &["--timeout", "2s"]);
     assert_exit(&r, 0);
-    assert_logged(&r, &["failing open", "last failure http-status: HTTP 503", "failures by class: http-status="]);
+    assert_logged(&r, &["failing open", "last failure: http-status: HTTP 503", "failures by class: http-status="]);
     // The final attempt is made as late as still leaves it time to run; then the gate ends.
     assert!(r.elapsed >= Duration::from_millis(1_700), "waited until the deadline: {:?}", r.elapsed);
     assert_within(&r, Duration::from_secs(2));

@@ -9,6 +9,7 @@
 
 mod support;
 
+mod completions;
 mod compose;
 mod configuration;
 mod diagnostics;

@@ -226,7 +226,7 @@ fn a_required_client_certificate_is_class_tls_over_tls_1_2_and_1_3() {
             let r = run(cmd);
             assert_exit(&r, 1);
             assert!(
-                r.log().contains("attempt 1: tls: localhost requires a client certificate (mutual TLS)"),
+                r.log().contains("last failure: tls: localhost requires a client certificate (mutual TLS)"),
                 "TLS 1.2 only: {tls12_only}: {}",
                 r.log()
             );

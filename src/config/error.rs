@@ -9,8 +9,22 @@ use std::fmt;
 
 #[derive(Debug)]
 pub(crate) enum ConfigError {
+    /// No issuer and no resource; `near_misses`: set variables that look like the issuer's, each
+    /// with the one meant.
     MissingIssuer {
         empty_env: bool,
+        near_misses: Vec<(String, &'static str)>,
+    },
+    /// The discovery URL given as the issuer; `issuer` is the part before `/.well-known/`.
+    DiscoveryUrlAsIssuer {
+        source: Source,
+        value: String,
+        issuer: String,
+    },
+    /// Several issuers in one value that is not a list.
+    IssuerList {
+        source: Source,
+        value: String,
     },
     InvalidUrl {
         source: Source,
@@ -96,18 +110,44 @@ impl fmt::Display for Conflict {
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ConfigError::MissingIssuer { empty_env } => {
+            ConfigError::MissingIssuer { empty_env, near_misses } => {
                 let issuer = Id::Issuer.setting();
+                f.write_str("no issuer given: ")?;
+                for (name, meant) in near_misses {
+                    write!(f, "{name} is set; did you mean {meant}? ")?;
+                }
                 write!(
                     f,
-                    "no issuer given: pass --{} https://sso.example.com/realms/NAME or set {} (or oauth2-proxy's {}), or \
+                    "{} --{} https://sso.example.com/realms/NAME or set {} (or oauth2-proxy's {}), or \
                      {} for a protected resource{}",
+                    if near_misses.is_empty() { "pass" } else { "Else pass" },
                     issuer.flag,
                     issuer.env.unwrap_or_default(),
                     issuer.fallback.unwrap_or_default(),
                     Id::Resource.flag(),
                     if *empty_env { " (it is set but empty)" } else { "" }
                 )
+            }
+            ConfigError::DiscoveryUrlAsIssuer { source, value, issuer } => write!(
+                f,
+                "{source}: '{}' is the discovery URL, not the issuer: give the part before /.well-known/, '{}', \
+                 as the issuer (the gate appends the rest, as the client does); and {} only if the metadata is \
+                 really fetched from elsewhere",
+                url::redact(value),
+                url::redact(issuer),
+                Id::DiscoveryUrl.flag()
+            ),
+            ConfigError::IssuerList { source, value } => {
+                write!(f, "{source}: '{}' holds several URLs; ", url::redact(value))?;
+                match source {
+                    Source::Env(name) if Id::Issuer.setting().fallback == Some(*name) => write!(
+                        f,
+                        "oauth2-proxy reads it as one URL, so it can name only one issuer; several go in {}, \
+                         comma-separated",
+                        Id::Issuer.setting().env.unwrap_or_default()
+                    ),
+                    _ => write!(f, "repeat {} for each issuer: --issuer URL1 --issuer URL2", Id::Issuer.flag()),
+                }
             }
             ConfigError::InvalidUrl { source, value, problem } => {
                 write!(f, "{source}: '{}' {problem}", url::redact(value))

@@ -107,6 +107,11 @@ impl<'a> Inputs<'a> {
         self.variable(name).map_or(Ok(false), |raw| parse_bool(&raw))
     }
 
+    /// Whether a variable is set and not empty.
+    pub(crate) fn variable_is_set(&self, name: &str) -> bool {
+        (self.env)(name).is_some_and(|v| !v.is_empty())
+    }
+
     /// Whether the setting's own variable is set but empty (worth saying when nothing else is set).
     pub(crate) fn set_but_empty(&self, id: Id) -> bool {
         id.setting().env.and_then(|name| (self.env)(name)).is_some_and(|v| v.trim().is_empty())
@@ -145,14 +150,22 @@ impl<'a> Inputs<'a> {
         }
     }
 
+    /// A boolean: the flag's last value (`--once` alone is `true`, `--once=false` is false, as
+    /// Go's pflag reads them), else its variable, else false. Flag and variable take the same
+    /// words, so `--fail-closed=maybe` is refused naming the flag.
     pub(crate) fn switch(&self, id: Id) -> Result<bool, ConfigError> {
-        if !self.flag(id).is_empty() {
-            return Ok(true);
+        if let Some(value) = self.flag(id).last() {
+            return parse_bool(&Raw { value: value.clone(), source: Source::Flag(id) });
         }
         match self.env(id) {
             None => Ok(false),
             Some(raw) => parse_bool(&raw),
         }
+    }
+
+    /// How often a counted flag (`-vv`) was given.
+    pub(crate) fn count_given(&self, id: Id) -> usize {
+        self.flag(id).len()
     }
 
     /// A duration setting, at least the table's minimum; its default if unset.

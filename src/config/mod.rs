@@ -137,7 +137,7 @@ pub(crate) struct Config {
 }
 
 /// How this run goes, apart from what it waits for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RunMode {
     /// `--once`: a summary of the document on stdout.
     pub(crate) once: bool,
@@ -145,6 +145,10 @@ pub(crate) struct RunMode {
     pub(crate) dry_run: bool,
     /// Log only the final line.
     pub(crate) quiet: bool,
+    /// The gate's own log level (`--log-level`, raised by `-v`); the libraries' stay at warn.
+    pub(crate) log_level: log::LevelFilter,
+    /// `--log-format json`: one JSON object a log line.
+    pub(crate) log_json: bool,
 }
 
 /// Something worth saying once logging is up.

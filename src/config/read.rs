@@ -21,7 +21,7 @@ pub(crate) fn load(
 ) -> Result<Loaded, ConfigError> {
     let inputs = Inputs::new(given, env);
     let mut notices = unknown_variables(names, !given.get(Id::DryRun).is_empty())?;
-    let values = Values::read(&inputs, &mut notices)?;
+    let values = Values::read(&inputs, names, &mut notices)?;
     values.check_conflicts()?;
     let trust = trust::load(&values.trust, &mut notices)?;
     if let Some(raw) = &values.token_file {
@@ -85,9 +85,9 @@ struct Values {
 
 impl Values {
     /// Step 1: each value by precedence (flag, variable, fallback, default), parsed.
-    fn read(inputs: &Inputs<'_>, notices: &mut Vec<Notice>) -> Result<Values, ConfigError> {
+    fn read(inputs: &Inputs<'_>, names: &[String], notices: &mut Vec<Notice>) -> Result<Values, ConfigError> {
         let resources = read_urls(inputs.list(Id::Resource), notices)?;
-        let issuers = read_issuers(inputs, resources.is_empty(), notices)?;
+        let issuers = read_issuers(inputs, resources.is_empty(), names, notices)?;
         let discovery_url = inputs.single(Id::DiscoveryUrl);
         let jwks_url = inputs.single(Id::JwksUrl);
         for raw in discovery_url.iter().chain(&jwks_url) {
@@ -123,7 +123,7 @@ impl Values {
             refuse_private_addresses: inputs.switch(Id::RefusePrivateAddresses)?,
             output: inputs.choice(Id::Output, &[Output::Text, Output::Json])?,
             termination_log,
-            mode: RunMode { once, dry_run: inputs.switch(Id::DryRun)?, quiet: inputs.switch(Id::Quiet)? },
+            mode: read_mode(inputs, once)?,
             trust: trust::read(inputs.list(Id::CaFile), inputs, notices)?,
             sources: inputs.sources(),
             issuers,
@@ -203,11 +203,41 @@ impl Values {
         Loaded { config, mode: self.mode, notices }
     }
 }
+/// How the run goes: `--once`, `--dry-run`, `--quiet` and the log's level and format.
+fn read_mode(inputs: &Inputs<'_>, once: bool) -> Result<RunMode, ConfigError> {
+    use log::LevelFilter;
+    let levels = [LevelFilter::Error, LevelFilter::Warn, LevelFilter::Info, LevelFilter::Debug, LevelFilter::Trace];
+    let level = inputs.choice(Id::LogLevel, &levels)?;
+    // Each -v raises the level one step above info (and never lowers a higher one).
+    let raised = levels.get(2 + inputs.count_given(Id::Verbose)).copied().unwrap_or(LevelFilter::Trace);
+    Ok(RunMode {
+        once,
+        dry_run: inputs.switch(Id::DryRun)?,
+        quiet: inputs.switch(Id::Quiet)?,
+        log_level: if inputs.count_given(Id::Verbose) > 0 { level.max(raised) } else { level },
+        log_json: inputs.choice(Id::LogFormat, &[false, true])?,
+    })
+}
+
 /// The issuers, each checked, a repeated one kept once; at least one unless a resource is given.
-fn read_issuers(inputs: &Inputs<'_>, required: bool, notices: &mut Vec<Notice>) -> Result<Vec<Raw>, ConfigError> {
-    let issuers = read_urls(inputs.list(Id::Issuer), notices)?;
+/// When none is given, the variables that look like the issuer's are named with the one meant.
+fn read_issuers(
+    inputs: &Inputs<'_>,
+    required: bool,
+    names: &[String],
+    notices: &mut Vec<Notice>,
+) -> Result<Vec<Raw>, ConfigError> {
+    let issuers = inputs.list(Id::Issuer);
+    for raw in &issuers {
+        check_issuer(raw)?;
+    }
+    let issuers = read_urls(issuers, notices)?;
     if issuers.is_empty() && required {
-        return Err(ConfigError::MissingIssuer { empty_env: inputs.set_but_empty(Id::Issuer) });
+        let set: Vec<String> = names.iter().filter(|n| inputs.variable_is_set(n)).cloned().collect();
+        return Err(ConfigError::MissingIssuer {
+            empty_env: inputs.set_but_empty(Id::Issuer),
+            near_misses: settings::near_misses(&set, Id::Issuer.setting()),
+        });
     }
     if let Some(Source::Env(name)) = issuers.first().map(|raw| raw.source)
         && Id::Issuer.setting().fallback == Some(name)
@@ -232,6 +262,23 @@ fn read_urls(mut urls: Vec<Raw>, notices: &mut Vec<Notice>) -> Result<Vec<Raw>, 
         check_url(raw, notices)?;
     }
     Ok(urls)
+}
+
+/// What only an issuer can get wrong: the discovery URL pasted in its place, or several issuers
+/// in one value that is not split at commas (a flag, and oauth2-proxy's one-URL variable).
+fn check_issuer(raw: &Raw) -> Result<(), ConfigError> {
+    if let Some(at) = raw.value.find("/.well-known/") {
+        let issuer = raw.value[..at].to_string();
+        return Err(ConfigError::DiscoveryUrlAsIssuer { source: raw.source, value: raw.value.clone(), issuer });
+    }
+    let list = raw.value.split(',').skip(1).any(|part| {
+        let part = part.trim_start().to_ascii_lowercase();
+        part.starts_with("https://") || part.starts_with("http://")
+    });
+    if list {
+        return Err(ConfigError::IssuerList { source: raw.source, value: raw.value.clone() });
+    }
+    Ok(())
 }
 
 fn read_connect_to(inputs: &Inputs<'_>) -> Result<Vec<ConnectTo>, ConfigError> {

@@ -153,6 +153,7 @@ fn once_is_one_attempt_and_fails_closed() {
 #[test]
 fn help_shows_the_defaults_the_configuration_uses() {
     let help = settings::command().render_long_help().to_string();
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     for shown in
         ["at least 100ms [default: 5m]", "[default: 1s]", "[default: 5s]", "[default: oidc]", "[default: text]"]
     {
@@ -294,4 +295,57 @@ fn the_command_after_double_dash_is_carried_and_an_empty_one_refused() {
     assert!(alone.contains("-- COMMAND [ARGS...]"), "{alone}");
     let empty = err(&["--issuer", "https://h", "--", ""], &[]);
     assert!(empty.contains("the command after '--' is an empty word"), "{empty}");
+}
+
+#[test]
+fn the_discovery_url_as_the_issuer_is_refused_with_the_issuer_to_give() {
+    let e = err(&["--issuer", "https://kc.example/realms/main/.well-known/openid-configuration"], &[]);
+    assert!(
+        e.starts_with("--issuer: 'https://kc.example/realms/main/.well-known/openid-configuration' is the discovery")
+    );
+    assert!(e.contains("'https://kc.example/realms/main', as the issuer") && e.contains("--discovery-url"), "{e}");
+}
+
+#[test]
+fn several_issuers_in_one_value_are_refused_by_source() {
+    let e = err(&["--issuer", "https://a.example, https://b.example"], &[]);
+    assert!(e.contains("repeat --issuer for each issuer"), "{e}");
+    let e = err(&[], &[("OAUTH2_PROXY_OIDC_ISSUER_URL", "https://a.example,https://b.example")]);
+    assert!(e.contains("oauth2-proxy reads it as one URL"), "{e}");
+    // Our own variable is a list; a comma inside a path is no list.
+    let c = build(&[], &[("WAIT_FOR_IDP_ISSUER", "https://a.example,https://b.example")]).unwrap();
+    assert_eq!(c.targets.len(), 2);
+    assert!(build(&["--issuer", "https://a.example/realms/a,b"], &[]).is_ok());
+}
+
+#[test]
+fn a_missing_issuer_names_the_variable_that_was_meant() {
+    let e = err(&[], &[("WAIT_FOR_IDP_ISSUER_URL", "https://a.example")]);
+    assert!(e.starts_with("no issuer given: WAIT_FOR_IDP_ISSUER_URL is set; did you mean WAIT_FOR_IDP_ISSUER?"), "{e}");
+    assert!(err(&[], &[]).starts_with("no issuer given: pass --issuer"));
+}
+
+#[test]
+fn switches_take_true_and_false_on_the_command_line_and_beat_their_variable() {
+    let env = [("WAIT_FOR_IDP_FAIL_CLOSED", "true")];
+    assert!(!build(&["--issuer", "https://h", "--fail-closed=false"], &env).unwrap().fail_closed);
+    assert!(build(&["--issuer", "https://h", "--fail-closed"], &[]).unwrap().fail_closed);
+    assert!(build(&["--issuer", "https://h", "--fail-closed=off", "--fail-closed=yes"], &[]).unwrap().fail_closed);
+    let e = err(&["--issuer", "https://h", "--fail-closed=maybe"], &[]);
+    assert!(e.starts_with("--fail-closed: 'maybe' is not valid"), "{e}");
+}
+
+#[test]
+fn the_log_level_is_the_word_raised_by_each_v() {
+    let level = |args: &[&str], env: &[(&str, &str)]| {
+        let args: Vec<&str> = ["--issuer", "https://h"].iter().chain(args).copied().collect();
+        load(&args, env).unwrap().mode.log_level
+    };
+    assert_eq!(level(&[], &[]), log::LevelFilter::Info);
+    assert_eq!(level(&["-v"], &[]), log::LevelFilter::Debug);
+    assert_eq!(level(&["-vv"], &[]), log::LevelFilter::Trace);
+    assert_eq!(level(&["-v"], &[("WAIT_FOR_IDP_LOG_LEVEL", "trace")]), log::LevelFilter::Trace);
+    assert_eq!(level(&["--log-level", "warn"], &[("WAIT_FOR_IDP_LOG_LEVEL", "debug")]), log::LevelFilter::Warn);
+    assert!(err(&["--issuer", "https://h", "--log-level", "loud"], &[]).contains("error or warn or info"));
+    assert!(load(&["--issuer", "https://h", "--log-format", "json"], &[]).unwrap().mode.log_json);
 }

@@ -6,6 +6,7 @@
 //! never carried elsewhere) and never downgrade to plain http. Each fetch records its stage in a
 //! [`Progress`], so that whoever gives up waiting on it can say where it hung.
 
+use super::plain::PlainWatch;
 use super::tls::{self, TlsConnector, TlsSettings};
 use crate::config::ProxySettings;
 use crate::config::{ConnectTo, Network};
@@ -221,7 +222,8 @@ impl HttpClient {
         let connector =
             ().chain(ConnectProxyConnector::default())
                 .chain(TcpConnector::default())
-                .chain(TlsConnector::new(self.tls.clone(), progress.clone()));
+                .chain(TlsConnector::new(self.tls.clone(), progress.clone()))
+                .chain(PlainWatch::new(progress.clone()));
         let resolver = GateResolver {
             inner: DefaultResolver::default(),
             connect_to: self.connect_to.clone(),
@@ -368,6 +370,11 @@ fn next_hop(current: &str, fetched: &Fetched, origin: &str) -> Result<String, Fe
 /// had reached.
 fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError {
     let (stage, host) = progress.at();
+    if progress.tls_reply() {
+        return FetchError::TlsOther(format!(
+            "{host} answered the plain-HTTP request in TLS: this port serves HTTPS, so use an https:// URL"
+        ));
+    }
     let in_body = stage == Stage::ReadingBody;
     let tls_failure = |error: rustls::Error| {
         if progress.client_cert_requested() {

@@ -3,8 +3,10 @@
 //! - [`tls`]: rustls with Mozilla's roots and the configured CAs, and what a rejected
 //!   certificate means in words;
 //! - [`proxy`]: which proxy a URL goes through (curl's rules);
-//! - [`http`]: the GET itself, with `--connect-to`, redirects and a bounded body.
+//! - [`http`]: the GET itself, with `--connect-to`, redirects and a bounded body;
+//! - [`plain`]: a plain-HTTP connection, watched for an answer in TLS.
 
 pub(crate) mod http;
+pub(crate) mod plain;
 pub(crate) mod proxy;
 pub(crate) mod tls;

@@ -208,9 +208,14 @@ fn status_detail(fetched: &Fetched) -> String {
     let reason = ureq::http::StatusCode::from_u16(fetched.status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
     let excerpt = crate::rules::printable_excerpt(&fetched.body, 100);
     let hint = match fetched.status {
+        404 if url::split(&fetched.url).is_ok_and(|p| p.path.starts_with("/auth/realms/")) => {
+            " (Keycloak 17 and later serve /realms/… without the /auth prefix, unless KC_HTTP_RELATIVE_PATH=/auth: \
+             drop /auth from the issuer if the provider was upgraded; else the realm may not be imported yet)"
+        }
         404 => {
             " (Keycloak answers 404 until the realm is imported; check the realm or application name if it persists)"
         }
+        400 if plain_http_to_https(&fetched.body) => " (the server says this port serves HTTPS: use an https:// URL)",
         429 => " (rate-limited)",
         502..=504 => " (a gateway in front of a provider that is not serving yet)",
         401 | 403 => {
@@ -225,6 +230,13 @@ fn status_detail(fetched: &Fetched) -> String {
         let _ = write!(detail, ": {excerpt:?}");
     }
     detail
+}
+
+/// What servers answer a plain-HTTP request on their HTTPS port with: nginx's 400 "The plain
+/// HTTP request was sent to HTTPS port", Go's "Client sent an HTTP request to an HTTPS server".
+fn plain_http_to_https(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(&body[..body.len().min(2048)]).to_ascii_lowercase();
+    text.contains("plain http request was sent to https port") || text.contains("http request to an https server")
 }
 
 /// The body of a response that counts: a `200` whose body is as sent. Anything else is class
@@ -313,6 +325,30 @@ mod tests {
             assert_eq!((failure.class, failure.retry_after), (FailureClass::HttpStatus, None), "{status}");
         }
         assert!(usable_body(&fetched(404, None)).unwrap_err().detail.contains("Keycloak answers 404"));
+    }
+
+    #[test]
+    fn a_404_under_keycloaks_old_auth_prefix_says_it_was_dropped() {
+        let old = Fetched {
+            url: "https://kc.example/auth/realms/x/.well-known/openid-configuration".into(),
+            ..fetched(404, None)
+        };
+        let detail = usable_body(&old).unwrap_err().detail;
+        assert!(detail.contains("without the /auth prefix, unless KC_HTTP_RELATIVE_PATH=/auth"), "{detail}");
+        let detail = usable_body(&fetched(404, None)).unwrap_err().detail;
+        assert!(!detail.contains("/auth prefix"), "{detail}");
+    }
+
+    #[test]
+    fn a_400_for_plain_http_on_an_https_port_says_to_use_https() {
+        for body in [
+            &b"<center>The plain HTTP request was sent to HTTPS port</center>"[..],
+            b"Client sent an HTTP request to an HTTPS server.\n",
+        ] {
+            let answer = Fetched { body: body.to_vec(), ..fetched(400, None) };
+            assert!(usable_body(&answer).unwrap_err().detail.contains("use an https:// URL"));
+        }
+        assert!(!usable_body(&fetched(400, None)).unwrap_err().detail.contains("use an https:// URL"));
     }
 
     #[test]

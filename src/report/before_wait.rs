@@ -33,9 +33,11 @@ pub(crate) fn dry_run(config: &Config, mode: RunMode, notices: &[Notice]) -> Exi
     ExitCode::Success
 }
 
-/// What is worth saying before the first attempt: the configuration's notices (unknown
-/// variables among them), and a signal handler that could not be installed.
-pub(crate) fn startup(notices: &[Notice], signals: Option<anyhow::Error>) {
+/// What is worth saying before the first attempt: the first line (the version, what is waited
+/// for, and where each setting that is not a default came from), the configuration's notices
+/// (unknown variables among them), and a signal handler that could not be installed.
+pub(crate) fn startup(config: &Config, notices: &[Notice], signals: Option<anyhow::Error>) {
+    log::info!("{}", first_line(config));
     for notice in notices {
         match notice {
             Notice::Warning(w) => log::warn!("{w}"),
@@ -45,6 +47,36 @@ pub(crate) fn startup(notices: &[Notice], signals: Option<anyhow::Error>) {
     if let Some(e) = signals {
         log::warn!("{e:#}");
     }
+}
+
+/// `wait-for-idp 0.1.0 (commit …) waiting for https://… up to 5m0s, failing open; set by
+/// --issuer, --timeout, OAUTH2_PROXY_PROVIDER_CA_FILES (oauth2-proxy's)`: each setting that is
+/// not a default, by the flag or the variable that set it.
+fn first_line(config: &Config) -> String {
+    let targets: Vec<String> = config
+        .targets
+        .iter()
+        .map(|t| match t {
+            Target::Issuer { issuer, .. } => url::redact(issuer),
+            Target::Resource { resource } => format!("resource {}", url::redact(resource)),
+        })
+        .collect();
+    let sources: Vec<String> = config
+        .sources
+        .iter()
+        .map(|(id, source)| match source {
+            Source::Env(name) if id.setting().fallback == Some(*name) => format!("{name} (oauth2-proxy's)"),
+            source => source.to_string(),
+        })
+        .collect();
+    format!(
+        "wait-for-idp {} waiting for {} up to {}, {}; set by {}",
+        crate::settings::VERSION,
+        targets.join(", "),
+        secs(config.timing.timeout),
+        if config.fail_closed { "failing closed" } else { "failing open" },
+        if sources.is_empty() { "nothing: all defaults".to_string() } else { sources.join(", ") }
+    )
 }
 
 /// The effective settings, for `--dry-run`: what each target fetches first and by which route,
@@ -209,6 +241,8 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
         }
         Id::Quiet => on(mode.quiet),
         Id::DryRun => on(mode.dry_run),
+        Id::LogLevel | Id::Verbose => mode.log_level.as_str().to_ascii_lowercase(),
+        Id::LogFormat => if mode.log_json { "json" } else { "text" }.to_string(),
     }
 }
 

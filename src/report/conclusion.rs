@@ -95,8 +95,9 @@ fn then(config: &Config, outcome: Outcome) -> String {
     }
 }
 
-/// For each target not ready: why, its last failure, its attempt under way if any, and its
-/// failures by class, as log lines; returns the one-phrase reasons for the final line.
+/// For each target not ready: why, with its last failure's class and detail, for the final line
+/// (and so the termination message); and as log lines before it, what the final line does not
+/// say: an attempt under way, a wait cut short or interrupted, and the failures by class.
 fn not_ready_lines(
     config: &Config,
     issuers: &[IssuerResult<'_>],
@@ -104,26 +105,32 @@ fn not_ready_lines(
     lines: &mut Vec<(Level, String)>,
 ) -> Vec<String> {
     let mut reasons = Vec::new();
-    for r in issuers.iter().filter(|r| r.verdict != Some(Verdict::Ready)) {
+    // Those that finished not ready first: what ended the wait leads the final line, and so
+    // survives the termination message's cut.
+    let mut not_ready: Vec<&IssuerResult<'_>> = issuers.iter().filter(|r| r.verdict != Some(Verdict::Ready)).collect();
+    not_ready.sort_by_key(|r| r.verdict.is_none());
+    for r in not_ready {
         let label = label(config, r.target);
         let reason = not_ready_reason(r, config, elapsed);
-        let mut line = match &r.tally.last_failure {
-            Some(f) => format!("{label}not ready ({reason}): last failure {}: {}", f.class, f.detail),
-            None if r.tally.attempts == 0 => format!("{label}not ready ({reason}) before any attempt finished"),
-            None => format!("{label}not ready ({reason}) with no failed attempt"),
-        };
-        if let Some(at) = &r.in_flight {
-            line.push_str(&format!("; attempt {} was under way: {at}", r.tally.attempts + 1));
+        let cut_short = matches!(r.stopped, Stopped::By(_) | Stopped::Signal(_)) && r.verdict.is_none();
+        if r.in_flight.is_some() || cut_short || r.tally.attempts == 0 {
+            let mut line = match r.tally.attempts {
+                0 => format!("{label}not ready ({reason}) before any attempt finished"),
+                n => format!("{label}not ready ({reason}) after {n} attempt(s)"),
+            };
+            if let Some(at) = &r.in_flight {
+                line.push_str(&format!("; attempt {} was under way: {at}", r.tally.attempts + 1));
+            }
+            lines.push((Level::Warn, line));
         }
-        lines.push((Level::Warn, line));
-        if r.tally.attempts > 0 {
+        if r.tally.attempts > 1 {
             lines.push((
                 Level::Warn,
                 format!("{label}{} attempt(s), failures by class: {}", r.tally.attempts, failure_counts(r.tally)),
             ));
         }
-        let class = r.tally.last_failure.as_ref().map_or("none", |f| f.class.as_str());
-        reasons.push(format!("{} ({reason}; last failure: {class})", url::redact(r.target.name())));
+        let last = r.tally.last_failure.as_ref().map_or("none".to_string(), |f| format!("{}: {}", f.class, f.detail));
+        reasons.push(format!("{} ({reason}; last failure: {last})", url::redact(r.target.name())));
     }
     reasons
 }

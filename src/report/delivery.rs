@@ -23,7 +23,7 @@ impl Conclusion {
         let code = self.outcome.exit_code();
         let mut jobs: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
         // Whatever a server sent back, no token the gate has read leaves the process.
-        let (log, line) = (termination_log.clone(), token::scrub(&self.last.1).into_owned());
+        let (log, line) = (termination_log.clone(), termination_message(&token::scrub(&self.last.1)));
         jobs.push(Box::new(move || write_termination_log(&log, &line)));
         if let Some(text) = self.stdout.map(|t| token::scrub(&t).into_owned()) {
             jobs.push(Box::new(move || {
@@ -48,7 +48,7 @@ impl Conclusion {
 pub(crate) fn say_last(level: Level, line: String, termination_log: &TerminationLog) {
     let log = termination_log.clone();
     let line = token::scrub(&line).into_owned();
-    let logged = line.clone();
+    let (logged, line) = (line.clone(), termination_message(&line));
     bounded(vec![
         Box::new(move || write_termination_log(&log, &line)),
         Box::new(move || log::log!(target: OUTCOME, level, "{logged}")),
@@ -79,6 +79,24 @@ fn bounded(jobs: Vec<Box<dyn FnOnce() + Send>>) {
     }
 }
 
+/// The kubelet keeps at most 4096 bytes of a termination message.
+const TERMINATION_LIMIT: usize = 4096;
+const CUT: &str = " … [cut at 4 KiB; the log has all of it]";
+
+/// The final line as the termination message: whole if it fits the kubelet's 4 KiB with its
+/// newline, else cut on a character boundary and marked, so that what the kubelet keeps still
+/// says it was cut.
+fn termination_message(line: &str) -> String {
+    if line.len() < TERMINATION_LIMIT {
+        return line.to_string();
+    }
+    let mut end = TERMINATION_LIMIT - 1 - CUT.len();
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{CUT}", &line[..end])
+}
+
 /// Writes the final line where Kubernetes shows it in `kubectl describe pod`. A missing default
 /// file (outside a pod) or an unwritable one is skipped without a word: it is a courtesy, not a
 /// duty. Only a regular file is written: the file is opened without blocking (a FIFO without a
@@ -94,5 +112,21 @@ pub(crate) fn write_termination_log(t: &TerminationLog, line: &str) {
     let Ok(mut file) = file else { return };
     if file.metadata().is_ok_and(|m| m.file_type().is_file()) && file.set_len(0).is_ok() {
         let _ = writeln!(file, "{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_termination_message_fits_4_kib_cut_on_a_character_boundary() {
+        assert_eq!(termination_message("ready"), "ready");
+        for filler in ["a", "é", "😀"] {
+            let long = filler.repeat(5000);
+            let cut = termination_message(&long);
+            assert!(cut.len() < TERMINATION_LIMIT && cut.len() > TERMINATION_LIMIT - 8 - CUT.len(), "{}", cut.len());
+            assert!(cut.ends_with(CUT) && cut.starts_with(filler), "{filler}");
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! keeps fast polling of a refused port from flooding the log.
 
 use crate::config::Config;
+use crate::config::RunMode;
 use crate::config::Target;
 use crate::human::secs;
 use crate::probe::Failure;
@@ -9,36 +10,79 @@ use crate::probe::Ready;
 use crate::token;
 use crate::url;
 use crate::wait::{AttemptReport, Next, RETRY_AFTER_CAP, RetryAfter, Tally, Verdict};
-use log::Level;
+use log::{Level, LevelFilter};
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Log target of the final line: `--quiet` keeps only this target.
 pub(crate) const OUTCOME: &str = "outcome";
 
-/// Sets up logging to stderr: `info` by default, `RUST_LOG` when set, only the final line with
-/// `--quiet`. Lines carry the time since start, which is what matters for a gate.
-pub(crate) fn init_logging(quiet: bool, rust_log: Option<String>) {
+/// Sets up logging to stderr. The gate's own lines at `--log-level` (raised by `-v`), the
+/// libraries' at warn only, and the final line always; only the final line with `--quiet`;
+/// `RUST_LOG`, when set, is env_logger's filter as written, for those who want the libraries'
+/// internals. Text lines carry the time since start, which is what matters for a gate; JSON
+/// lines the time of day as well, for a log pipeline.
+pub(crate) fn init_logging(mode: RunMode, rust_log: Option<String>) {
     let start = Instant::now();
     let mut builder = env_logger::Builder::new();
     builder.target(env_logger::Target::Stderr);
-    match (quiet, rust_log) {
+    match (mode.quiet, rust_log) {
         (true, _) => {
-            builder.filter_level(log::LevelFilter::Off).filter(Some(OUTCOME), log::LevelFilter::Info);
+            builder.filter_level(LevelFilter::Off).filter(Some(OUTCOME), LevelFilter::Info);
         }
         (false, Some(spec)) if !spec.trim().is_empty() => {
             builder.parse_filters(&spec);
         }
         _ => {
-            builder.filter_level(log::LevelFilter::Info);
+            builder
+                .filter_level(LevelFilter::Warn)
+                .filter(Some(module_path!().split("::").next().unwrap_or_default()), mode.log_level)
+                .filter(Some(OUTCOME), mode.log_level.max(LevelFilter::Info));
         }
     }
+    let json = mode.log_json;
     builder.format(move |buf, record| {
         let ms = start.elapsed().as_millis();
         let text = record.args().to_string();
-        writeln!(buf, "wait-for-idp +{}.{:03}s {:<5} {}", ms / 1000, ms % 1000, record.level(), token::scrub(&text))
+        let text = token::scrub(&text);
+        if json {
+            let line = serde_json::json!({
+                "time": rfc3339(SystemTime::now()),
+                "level": record.level().as_str().to_ascii_lowercase(),
+                "message": text,
+                "elapsed_ms": ms,
+            });
+            writeln!(buf, "{line}")
+        } else {
+            writeln!(buf, "wait-for-idp +{}.{:03}s {:<5} {text}", ms / 1000, ms % 1000, record.level())
+        }
     });
     let _ = builder.try_init();
+}
+
+/// `2026-12-01T06:25:02.123Z`: RFC 3339 in UTC, to the millisecond, from the system clock (a
+/// clock before 1970 gives the epoch). Written by hand: httpdate writes RFC 7231's form.
+pub(crate) fn rfc3339(t: SystemTime) -> String {
+    let since = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (never negative here).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        since.subsec_millis()
+    )
 }
 
 /// Demotes repeats of a cheap failure to debug level so that fast polling of a refused port
@@ -72,8 +116,14 @@ impl LineThrottle {
 }
 
 /// Logs one attempt.
+/// The failure of the attempt that ends a target's wait is the final line's to say (with its
+/// detail, and in the termination message): its own line is at debug level, so that a failed
+/// `--once` says its failure once.
 pub(crate) fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally, throttle: &mut LineThrottle) {
-    let level = throttle.level_for(report.outcome.as_ref().err(), Instant::now());
+    let mut level = throttle.level_for(report.outcome.as_ref().err(), Instant::now());
+    if report.outcome.is_err() && matches!(report.next, Next::Stop(_)) {
+        level = Level::Debug;
+    }
     let next = match report.next {
         Next::Pause { pause, retry_after: Some(RetryAfter { asked, honoured }) } => {
             let why = if honoured {
@@ -141,6 +191,20 @@ pub(crate) fn failure_counts(tally: &Tally) -> String {
 mod tests {
     use super::*;
     use crate::probe::FailureClass;
+
+    #[test]
+    fn timestamps_are_rfc_3339_in_utc() {
+        let at = |secs: u64, ms: u64| rfc3339(SystemTime::UNIX_EPOCH + Duration::from_millis(secs * 1000 + ms));
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(at(1_798_784_702, 123), "2027-01-01T06:25:02.123Z");
+        assert_eq!(at(4_107_542_399, 999), "2100-02-28T23:59:59.999Z");
+        let date = httpdate::fmt_http_date(SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_570_302));
+        assert_eq!(
+            (date.as_str(), at(1_764_570_302, 0).as_str()),
+            ("Mon, 01 Dec 2025 06:25:02 GMT", "2025-12-01T06:25:02.000Z")
+        );
+    }
 
     #[test]
     fn repeated_refusals_are_demoted_within_the_interval() {

@@ -42,13 +42,19 @@ pub(crate) enum Id {
     TerminationLog,
     Quiet,
     DryRun,
+    LogLevel,
+    Verbose,
+    LogFormat,
 }
 
 /// How many values a flag takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Arity {
-    /// A boolean: the flag alone, or its variable set to true or false.
+    /// A boolean: the flag alone (true), `--flag=true` or `--flag=false` as Go's pflag takes
+    /// them, or its variable set to true or false.
     Switch,
+    /// A flag that counts how often it is given (`-vv`).
+    Count,
     /// One value; the flag given twice is a usage error.
     One,
     /// Repeatable; its variable holds a comma-separated list.
@@ -89,7 +95,7 @@ impl Group {
             Group::Target => "What to wait for",
             Group::Timing => "Timing and outcome",
             Group::Network => "TLS and network",
-            Group::Output => "Output",
+            Group::Output => "Output and logging",
         }
     }
 }
@@ -113,6 +119,9 @@ pub(crate) struct Setting {
     pub(crate) arity: Arity,
     pub(crate) parser: Parser,
     pub(crate) group: Group,
+    /// One line for `-h`; empty: `help` is short enough.
+    pub(crate) brief: &'static str,
+    /// What `--help` says; its limit, default and variables are added to it.
     pub(crate) help: &'static str,
 }
 
@@ -124,13 +133,17 @@ pub(crate) const MIN_TIMEOUT: Duration = Duration::from_millis(100);
 /// Where the kubelet reads a container's termination message.
 pub(crate) const TERMINATION_LOG: &str = "/dev/termination-log";
 
+mod help;
+mod suggest;
 mod table;
 
+pub(crate) use help::VERSION;
+pub(crate) use suggest::{near_misses, unknown_variables};
 pub(crate) use table::SETTINGS;
 
 // Each row sits at its id's index, so `Id::setting` cannot miss: a misplaced row fails the build.
 const _: () = {
-    assert!(SETTINGS.len() == Id::DryRun as usize + 1);
+    assert!(SETTINGS.len() == Id::LogFormat as usize + 1);
     let mut i = 0;
     while i < SETTINGS.len() {
         assert!(SETTINGS[i].id as usize == i, "SETTINGS is not in Id order");
@@ -149,18 +162,8 @@ impl Id {
     }
 }
 
-const ABOUT: &str = "Wait until an OpenID Connect issuer really serves its metadata, then exit.";
-const LONG_ABOUT: &str = "Wait until an OpenID Connect issuer really serves its metadata, then exit.\n\n\
-    Polls the issuer's discovery document with full TLS verification, checks it the way the real client \
-    will (exact issuer, required members) and exits 0 the moment it passes. When the deadline passes first \
-    it fails open (exit 0 with a warning) unless --fail-closed.\n\n\
-    Exit codes: 0 ready, or not ready and failing open; 1 not ready with --fail-closed or --once; 2 usage or \
-    configuration error; 126/127 the command after -- cannot run/is not found; 130/143 interrupted by SIGINT/SIGTERM.\n\n\
-    An environment variable that is set but empty counts as unset.";
-const AFTER_HELP: &str = "Exit codes: 0 ready (or failed open), 1 not ready (--fail-closed, --once), 2 bad configuration, \
-    126/127 COMMAND cannot run/not found, 130/143 signal; once handed over, COMMAND's own.";
-
-/// The help text of one setting: its own words, then its limit and default, then its variables.
+/// The help text of one setting, for `--help`: its own words, then its limit and default, then
+/// its variables.
 fn help(s: &Setting) -> String {
     let mut help = s.help.to_string();
     let mut shown = Vec::new();
@@ -187,16 +190,35 @@ fn help(s: &Setting) -> String {
 /// The positional that holds `-- COMMAND [ARGS…]`.
 const THEN: &str = "COMMAND";
 
-/// The clap command, built from the table, and `-- COMMAND [ARGS…]` after it.
-pub(crate) fn command() -> Command {
+/// The clap command, built from the table. Public (hidden) for the example that writes the shell
+/// completions and the man page from it (`examples/gen-docs.rs`).
+#[doc(hidden)]
+pub fn command() -> Command {
+    // `-h` is one screen, a line a flag: clap's own layout puts a long `<VALUE>` on a line of its
+    // own, so the rows are hidden from it and written by `help::summary` after the usage.
     let mut cmd = Command::new("wait-for-idp")
-        .version(env!("CARGO_PKG_VERSION"))
-        .about(ABOUT)
-        .long_about(LONG_ABOUT)
-        .after_help(AFTER_HELP)
+        .version(help::VERSION)
+        .about(help::ABOUT)
+        .long_about(help::wrap(help::LONG_ABOUT, help::WIDTH))
+        .after_help(help::summary())
+        .after_long_help(help::AFTER_LONG_HELP)
+        .max_term_width(help::WIDTH)
+        .disable_help_flag(true)
+        .disable_version_flag(true)
+        .arg(Arg::new("help").short('h').long("help").action(ArgAction::Help).help("Print help").hide_short_help(true))
+        .arg(
+            Arg::new("version")
+                .short('V')
+                .long("version")
+                .action(ArgAction::Version)
+                .help("Print the version and commit")
+                .hide_short_help(true),
+        )
         .arg(
             Arg::new(THEN)
-                .help(THEN_HELP)
+                .help("Run COMMAND in the gate's place when ready or failing open")
+                .long_help(help::wrap(THEN_HELP, help::WIDTH - help::INDENT))
+                .hide_short_help(true)
                 .num_args(1..)
                 .last(true)
                 .allow_hyphen_values(true)
@@ -204,12 +226,25 @@ pub(crate) fn command() -> Command {
                 .value_name("COMMAND"),
         );
     for s in SETTINGS {
-        let mut arg = Arg::new(s.flag).long(s.flag).help(help(s)).help_heading(s.group.heading());
+        let mut arg = Arg::new(s.flag)
+            .long(s.flag)
+            .help(help::brief(s))
+            .long_help(help::wrap(&help(s), help::WIDTH - help::INDENT))
+            .help_heading(s.group.heading())
+            .hide_short_help(true);
         if let Some(short) = s.short {
             arg = arg.short(short);
         }
         arg = match s.arity {
-            Arity::Switch => arg.action(ArgAction::SetTrue),
+            // As Go's pflag: `--fail-closed`, `--fail-closed=true`, `--fail-closed=false`; the
+            // value is parsed with the variables' words, so a bad one names the flag.
+            Arity::Switch => arg
+                .action(ArgAction::Append)
+                .num_args(0..=1)
+                .require_equals(true)
+                .default_missing_value("true")
+                .value_name("BOOL"),
+            Arity::Count => arg.action(ArgAction::Count),
             Arity::One => arg.action(ArgAction::Set).value_name(s.value_name).allow_hyphen_values(true),
             Arity::Many => arg.action(ArgAction::Append).value_name(s.value_name),
         };
@@ -285,7 +320,7 @@ impl Given {
         T: Into<std::ffi::OsString> + Clone,
     {
         let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
-        let matches = command().try_get_matches_from(&args)?;
+        let matches = command().try_get_matches_from(&args).map_err(|e| suggest::explain(e, &args))?;
         let mut given = Given::from_matches(&matches);
         given.then = match matches.get_many::<std::ffi::OsString>(THEN) {
             Some(mut words) => match words.next() {
@@ -307,13 +342,7 @@ impl Given {
         let values = SETTINGS
             .iter()
             .map(|s| match s.arity {
-                Arity::Switch => {
-                    if matches.get_flag(s.flag) {
-                        vec!["true".to_string()]
-                    } else {
-                        Vec::new()
-                    }
-                }
+                Arity::Count => vec!["true".to_string(); usize::from(matches.get_count(s.flag))],
                 _ => matches.get_many::<String>(s.flag).map(|v| v.cloned().collect()).unwrap_or_default(),
             })
             .collect();
@@ -325,43 +354,11 @@ impl Given {
         &self.then
     }
 
-    /// The values given for a setting on the command line (a switch given: `["true"]`).
+    /// The values given for a setting on the command line, in order (a switch given alone:
+    /// `["true"]`; a count: one `"true"` each time).
     pub(crate) fn get(&self, id: Id) -> &[String] {
         self.values.get(id as usize).map_or(&[], Vec::as_slice)
     }
-}
-
-/// `WAIT_FOR_IDP_*` variables that no setting reads, each with the likely intended one. A typo in
-/// a Helm value would otherwise be ignored without a word.
-pub(crate) fn unknown_variables(names: impl Iterator<Item = String>) -> Vec<(String, Option<&'static str>)> {
-    let known: Vec<&str> = SETTINGS.iter().filter_map(|s| s.env).collect();
-    names
-        .filter(|n| n.starts_with(PREFIX) && !known.contains(&n.as_str()))
-        .map(|n| {
-            let closest = known
-                .iter()
-                .map(|env| (edit_distance(&n, env), *env))
-                .min()
-                .filter(|(d, _)| *d <= 3)
-                .map(|(_, env)| env);
-            (n, closest)
-        })
-        .collect()
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(row[j + 1] + 1);
-            prev = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -369,29 +366,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_setting_but_once_and_dry_run_has_a_variable_named_in_its_help() {
+    fn every_setting_but_once_dry_run_and_verbose_has_a_variable_named_in_its_help() {
         let cmd = command();
         for s in SETTINGS {
             let arg = cmd.get_arguments().find(|a| a.get_id() == s.flag).unwrap();
-            let help = arg.get_help().unwrap().to_string();
+            let help = arg.get_long_help().unwrap().to_string();
             match s.env {
                 Some(env) => assert!(help.contains(&format!("[env: {env}")), "--{} help does not name {env}", s.flag),
-                None => assert!(matches!(s.id, Id::Once | Id::DryRun), "--{} has no variable", s.flag),
+                None => assert!(matches!(s.id, Id::Once | Id::DryRun | Id::Verbose), "--{} has no variable", s.flag),
             }
         }
-    }
-
-    #[test]
-    fn unknown_variables_are_named_with_a_suggestion() {
-        let names = ["WAIT_FOR_IDP_TIMOUT", "WAIT_FOR_IDP_ISSUER", "HOME", "WAIT_FOR_IDP_COLOUR"];
-        let unknown = unknown_variables(names.iter().map(|s| s.to_string()));
-        assert_eq!(
-            unknown,
-            vec![
-                ("WAIT_FOR_IDP_TIMOUT".to_string(), Some("WAIT_FOR_IDP_TIMEOUT")),
-                ("WAIT_FOR_IDP_COLOUR".to_string(), None)
-            ]
-        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ const SWITCH: Setting = Setting {
     arity: Arity::Switch,
     parser: Parser::Switch,
     group: Output,
+    brief: "",
     help: "",
 };
 
@@ -33,6 +34,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: Many,
         parser: Parser::Url,
         group: Target,
+        brief: "Issuer URL, as the client has it; repeatable",
         help: "Issuer identifier; the document's \"issuer\" must equal it byte for byte. Repeat for several issuers (all must be ready)",
         ..SWITCH
     },
@@ -44,6 +46,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: Many,
         parser: Parser::Url,
         group: Target,
+        brief: "MCP server to wait for end to end; repeatable",
         help: "Protected resource (an MCP server) to wait for end to end (RFC 9728): its metadata names it exactly and lists authorization servers, each ready by auto discovery. Repeatable; --issuer is then optional",
         ..SWITCH
     },
@@ -55,6 +58,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Url,
         group: Target,
+        brief: "Fetch the metadata here instead",
         help: "Fetch the metadata from this URL instead of the derived one (e.g. an in-cluster service), still expecting --issuer in the document",
         ..SWITCH
     },
@@ -67,6 +71,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Choice(&["oidc", "oauth", "auto"]),
         group: Target,
+        brief: "Metadata: oidc, oauth or auto",
         help: "Metadata kind for --issuer: oidc (/.well-known/openid-configuration, appended), oauth (RFC 8414, /.well-known/oauth-authorization-server inserted after the host) or auto (the MCP order: RFC 8414, then OIDC inserted, then OIDC appended)",
         ..SWITCH
     },
@@ -76,6 +81,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         env: Some("WAIT_FOR_IDP_SKIP_ISSUER_CHECK"),
         fallback: Some("OAUTH2_PROXY_INSECURE_OIDC_SKIP_ISSUER_VERIFICATION"),
         group: Target,
+        brief: "Accept another issuer (Entra ID 'common')",
         help: "Accept a document whose issuer differs (Entra ID 'common'); logged as a warning",
         ..SWITCH
     },
@@ -84,6 +90,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         flag: "strict",
         env: Some("WAIT_FOR_IDP_STRICT"),
         group: Target,
+        brief: "Require every REQUIRED member",
         help: "Also require every REQUIRED member of the chosen specification",
         ..SWITCH
     },
@@ -92,6 +99,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         flag: "check-jwks",
         env: Some("WAIT_FOR_IDP_CHECK_JWKS"),
         group: Target,
+        brief: "Also require a usable key in the JWK Set",
         help: "Also fetch jwks_uri and require a key usable for the advertised signing algorithms",
         ..SWITCH
     },
@@ -103,6 +111,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Url,
         group: Target,
+        brief: "Fetch the keys here; implies --check-jwks",
         help: "Fetch the keys from this URL instead of the document's jwks_uri, e.g. the API server's https://kubernetes.default.svc/openid/v1/jwks; implies --check-jwks, and --token-file is sent here too",
         ..SWITCH
     },
@@ -111,6 +120,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         flag: "refuse-legacy-auth",
         env: Some("WAIT_FOR_IDP_REFUSE_LEGACY_AUTH"),
         group: Target,
+        brief: "Fail a --resource without its metadata",
         help: "A --resource without protected resource metadata fails, rather than having its origin taken for its authorization server as MCP clients do (the 2025-03-26 legacy path)",
         ..SWITCH
     },
@@ -123,6 +133,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Duration { min: MIN_TIMEOUT },
         group: Timing,
+        brief: "Overall deadline",
         help: "Overall deadline, e.g. 90s or 5m",
         ..SWITCH
     },
@@ -135,6 +146,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Duration { min: Duration::ZERO },
         group: Timing,
+        brief: "Longest pause between attempts",
         help: "Longest pause between attempts; each pause is 80-100% of it, at random. Refused connections are retried after about 0.1s",
         ..SWITCH
     },
@@ -147,6 +159,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Duration { min: Duration::ZERO },
         group: Timing,
+        brief: "Bound on one attempt",
         help: "Bound on one attempt, DNS to last body byte; clipped to the time left",
         ..SWITCH
     },
@@ -159,6 +172,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Count,
         group: Timing,
+        brief: "Give up after N attempts per target",
         help: "Give up after N attempts (per issuer), or at the deadline, whichever comes first",
         ..SWITCH
     },
@@ -171,6 +185,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Count,
         group: Timing,
+        brief: "Consecutive passes required",
         help: "Consecutive passing attempts required, for providers that flap during a rolling restart",
         ..SWITCH
     },
@@ -179,6 +194,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         flag: "fail-closed",
         env: Some("WAIT_FOR_IDP_FAIL_CLOSED"),
         group: Timing,
+        brief: "Exit 1 instead of 0 when not ready in time",
         help: "Exit 1 instead of 0 when the issuer is not ready in time",
         ..SWITCH
     },
@@ -186,6 +202,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         id: Id::Once,
         flag: "once",
         group: Timing,
+        brief: "One attempt, fail closed, summary on stdout",
         help: "One attempt, fail closed, and print a short summary of the document to stdout",
         ..SWITCH
     },
@@ -198,6 +215,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: Many,
         parser: Parser::Path,
         group: Network,
+        brief: "PEM CA certificates to trust; repeatable",
         help: "PEM file of CA certificates trusted in addition to Mozilla's roots, SSL_CERT_FILE and SSL_CERT_DIR (from OAUTH2_PROXY_PROVIDER_CA_FILES: instead of them, unless OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE=true, as oauth2-proxy does); repeatable (env: comma-separated)",
         ..SWITCH
     },
@@ -210,6 +228,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: Many,
         parser: Parser::ConnectTo,
         group: Network,
+        brief: "Connect elsewhere, as curl's; repeatable",
         help: "Connect to CONNECT_HOST:CONNECT_PORT when the URL names HOST:PORT, keeping HOST for TLS (SNI, certificate check) and the Host header, as curl's --connect-to. An empty field matches any / keeps the original. Repeatable (env: comma-separated)",
         ..SWITCH
     },
@@ -222,6 +241,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Path,
         group: Network,
+        brief: "Send its content as a bearer token",
         help: "Send \"Authorization: Bearer\" with this file's content (re-read every attempt) to the discovery URL's origin only, e.g. a service-account token for the API server's issuer",
         ..SWITCH
     },
@@ -230,6 +250,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         flag: "refuse-private-addresses",
         env: Some("WAIT_FOR_IDP_REFUSE_PRIVATE_ADDRESSES"),
         group: Network,
+        brief: "Fail on private addresses, as SSRF guards do",
         help: "Fail, as SSRF-guarded clients (ToolHive) do, when a name the gate fetches from resolves to a loopback, private, link-local or CGNAT address",
         ..SWITCH
     },
@@ -242,6 +263,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Choice(&["text", "json"]),
         group: Output,
+        brief: "Summary: text or json (stdout)",
         help: "Final summary format: text (log lines only) or json (one JSON object on stdout)",
         ..SWITCH
     },
@@ -254,6 +276,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Path,
         group: Output,
+        brief: "File for kubectl describe's message",
         help: "File that receives the one-line outcome for `kubectl describe`; skipped if it cannot be opened. The default is used only if it exists",
         ..SWITCH
     },
@@ -263,6 +286,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         short: Some('q'),
         env: Some("WAIT_FOR_IDP_QUIET"),
         group: Output,
+        brief: "Log only the final line",
         help: "Log only the final line",
         ..SWITCH
     },
@@ -270,7 +294,44 @@ pub(crate) const SETTINGS: &[Setting] = &[
         id: Id::DryRun,
         flag: "dry-run",
         group: Output,
+        brief: "Check and print the settings; no network",
         help: "Check the flags, environment variables and CA files, print the effective settings and exit (0 valid, 2 not) without touching the network",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::LogLevel,
+        flag: "log-level",
+        env: Some("WAIT_FOR_IDP_LOG_LEVEL"),
+        default: Some("info"),
+        value_name: "error|warn|info|debug|trace",
+        arity: One,
+        parser: Parser::Choice(&["error", "warn", "info", "debug", "trace"]),
+        group: Output,
+        brief: "error|warn|info|debug|trace",
+        help: "The gate's own log level; the libraries' internals stay at warn (RUST_LOG, when set, replaces both, as env_logger reads it)",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::Verbose,
+        flag: "verbose",
+        short: Some('v'),
+        arity: Arity::Count,
+        group: Output,
+        brief: "Log more: -v debug, -vv trace",
+        help: "Log more: -v is --log-level debug, -vv trace (the gate's own lines, not the libraries')",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::LogFormat,
+        flag: "log-format",
+        env: Some("WAIT_FOR_IDP_LOG_FORMAT"),
+        default: Some("text"),
+        value_name: "text|json",
+        arity: One,
+        parser: Parser::Choice(&["text", "json"]),
+        group: Output,
+        brief: "Log lines: text or json",
+        help: "Log lines as text, or json: one object a line with time (RFC 3339), level and message, for log pipelines",
         ..SWITCH
     },
 ];
