@@ -5,7 +5,7 @@
 //! Three steps, each in a function of its own ([`read`]): read every value by precedence and
 //! parse it ([`inputs`]), check the settings that cannot go together, then load the files they
 //! name ([`files`], [`trust`]). Derived settings are decided here and nowhere else: `--once` is
-//! one attempt, failing closed, without a start spread; `--jwks-url` implies `--check-jwks`.
+//! one attempt, failing closed; `--jwks-url` implies `--check-jwks`.
 //! Nothing invalid is ever replaced by a default: every problem is a [`ConfigError`] naming the
 //! flag or variable and what would be right, and the process exits 2. What is worth saying but
 //! not wrong comes back as [`Notice`]s, to be logged once logging is up.
@@ -105,9 +105,6 @@ pub(crate) struct Timing {
     pub(crate) max_attempts: Option<u32>,
     /// Consecutive passing attempts required (at least 1).
     pub(crate) successes: u32,
-    /// The first attempt starts after a random part of this (why: `wait::first_delay`): one
-    /// interval, at most a tenth of the timeout, none under `--once`.
-    pub(crate) start_spread: Duration,
 }
 
 /// How the gate reaches the provider: the HTTP client's settings.

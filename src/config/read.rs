@@ -172,7 +172,6 @@ impl Values {
                 attempt_timeout: self.attempt_timeout,
                 max_attempts: if once { Some(1) } else { self.max_attempts.0 },
                 successes: self.successes.0.unwrap_or(1),
-                start_spread: if once { Duration::ZERO } else { self.interval.min(self.timeout / 10) },
             },
             network: Network { trust, proxies, connect_to: self.connect_to },
             targets,
