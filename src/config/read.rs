@@ -79,7 +79,7 @@ impl Values {
         let discovery_url = inputs.single(Id::DiscoveryUrl);
         let jwks_url = inputs.single(Id::JwksUrl);
         for raw in discovery_url.iter().chain(&jwks_url) {
-            check_url(raw, notices)?;
+            check_url(raw, url::check_fetched, notices)?;
         }
         let rules = Rules {
             kind: inputs.choice(Id::Metadata, &[MetadataKind::Oidc, MetadataKind::OAuth, MetadataKind::Auto])?,
@@ -209,7 +209,7 @@ fn read_urls(mut urls: Vec<Raw>, notices: &mut Vec<Notice>) -> Result<Vec<Raw>, 
         first
     });
     for raw in &urls {
-        check_url(raw, notices)?;
+        check_url(raw, url::check_issuer, notices)?;
     }
     Ok(urls)
 }
@@ -228,14 +228,19 @@ fn read_connect_to(inputs: &Inputs<'_>) -> Result<Vec<ConnectTo>, ConfigError> {
         .collect()
 }
 
-/// Checks an issuer or discovery URL; plain http is allowed with a warning.
-fn check_url(raw: &Raw, notices: &mut Vec<Notice>) -> Result<(), ConfigError> {
+/// Checks a URL the user gave by `check` (an issuer or resource has no query; a discovery or JWKS
+/// URL may have one); plain http is allowed with a warning.
+fn check_url(
+    raw: &Raw,
+    check: fn(&str) -> Result<url::Parts<'_>, url::Problem>,
+    notices: &mut Vec<Notice>,
+) -> Result<(), ConfigError> {
     let invalid = |problem| ConfigError::InvalidUrl { source: raw.source, value: raw.value.clone(), problem };
     // Before any other complaint: a template's white space or braces are not the problem.
     if raw.value.contains("{{") {
         return Err(invalid(url::Problem::Template));
     }
-    let parts = url::check_configured(&raw.value).map_err(invalid)?;
+    let parts = url::check_configured(&raw.value, check).map_err(invalid)?;
     if parts.scheme == "http" {
         notices.push(Notice::Warning(format!(
             "{}: {} uses plain http: the metadata is not protected by TLS (acceptable only inside the cluster)",

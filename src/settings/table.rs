@@ -55,7 +55,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Url,
         group: Target,
-        help: "Fetch the metadata from this URL instead of the derived one (e.g. an in-cluster service), still expecting --issuer in the document",
+        help: "Fetch the metadata from this URL instead of the derived one (e.g. an in-cluster service; a query such as Azure AD B2C's ?p= is kept), still expecting --issuer in the document",
         ..SWITCH
     },
     Setting {
