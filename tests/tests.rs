@@ -16,6 +16,7 @@ mod differential;
 mod discovery_chains;
 mod documents;
 mod fuzz_seeds;
+mod headers;
 mod image;
 mod in_cluster;
 mod issuers;

@@ -16,6 +16,7 @@
 mod connect_to;
 mod error;
 mod files;
+mod header_files;
 mod inputs;
 mod proxy_env;
 mod read;
@@ -24,6 +25,7 @@ mod trust;
 pub(crate) use connect_to::{ConnectTo, ConnectToProblem};
 pub(crate) use error::{ConfigError, Conflict};
 pub(crate) use files::CaFileProblem;
+pub(crate) use header_files::{HeaderFile, HeaderNameProblem};
 pub(crate) use inputs::{Raw, Source};
 pub(crate) use proxy_env::{ProxyChoice, ProxySettings};
 pub(crate) use read::load;
@@ -82,6 +84,8 @@ pub(crate) struct Checks {
     pub(crate) jwks_url: Option<String>,
     /// Re-read on every attempt: projected service-account tokens rotate.
     pub(crate) token_file: Option<PathBuf>,
+    /// Extra headers, each re-read on every attempt and sent where the token goes.
+    pub(crate) header_files: Vec<HeaderFile>,
     /// oauth2-proxy skips certificate checks (`OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY`), so a
     /// certificate the gate rejects is a conclusive failure: the proxy would not wait for it.
     pub(crate) proxy_skips_verify: bool,

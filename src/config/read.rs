@@ -3,7 +3,7 @@
 use super::inputs::{Inputs, Sourced};
 use super::{
     Checks, Config, ConfigError, Conflict, ConnectTo, Loaded, Network, Notice, Output, ProxySettings, Raw, RunMode,
-    Source, Target, TerminationLog, Timing, files, trust,
+    Source, Target, TerminationLog, Timing, files, header_files, trust,
 };
 use crate::rules::authorization_server::{MetadataKind, Rules};
 use crate::settings::{self, Given, Id};
@@ -26,6 +26,9 @@ pub(crate) fn load(
     let trust = trust::load(&values.trust, &mut notices)?;
     if let Some(raw) = &values.token_file {
         files::check_token_file(raw)?;
+    }
+    for (raw, header) in &values.header_files {
+        files::check_header_file(raw, header)?;
     }
     let proxies = ProxySettings::from_env(env)?;
     Ok(values.into_loaded(trust, proxies, notices))
@@ -62,6 +65,7 @@ struct Values {
     fail_closed: bool,
     connect_to: Vec<ConnectTo>,
     token_file: Option<Raw>,
+    header_files: Vec<(Raw, super::HeaderFile)>,
     check_jwks: bool,
     refuse_legacy_auth: bool,
     refuse_private_addresses: bool,
@@ -93,6 +97,7 @@ impl Values {
             )));
         }
         let once = inputs.switch(Id::Once)?;
+        let token_file = inputs.single(Id::TokenFile);
         let termination_log = match inputs.single(Id::TerminationLog) {
             Some(raw) => TerminationLog { path: PathBuf::from(raw.value), create: true },
             None => TerminationLog { path: PathBuf::from(settings::TERMINATION_LOG), create: false },
@@ -105,7 +110,8 @@ impl Values {
             successes: inputs.count(Id::Successes)?,
             fail_closed: once || inputs.switch(Id::FailClosed)?,
             connect_to: read_connect_to(inputs)?,
-            token_file: inputs.single(Id::TokenFile),
+            header_files: header_files::read(inputs.list(Id::HeaderFile), token_file.is_some())?,
+            token_file,
             check_jwks: jwks_url.is_some() || inputs.switch(Id::CheckJwks)?,
             refuse_legacy_auth: inputs.switch(Id::RefuseLegacyAuth)?,
             refuse_private_addresses: inputs.switch(Id::RefusePrivateAddresses)?,
@@ -161,6 +167,7 @@ impl Values {
                 check_jwks: self.check_jwks,
                 jwks_url: self.jwks_url.map(|raw| raw.value),
                 token_file: self.token_file.map(|raw| PathBuf::from(raw.value)),
+                header_files: self.header_files.into_iter().map(|(_, header)| header).collect(),
                 proxy_skips_verify: self.trust.skip_verify,
                 refuse_legacy_auth: self.refuse_legacy_auth,
                 one_issuer: matches!(targets.as_slice(), [Target::Issuer { .. }]),

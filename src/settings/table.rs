@@ -234,6 +234,18 @@ pub(crate) const SETTINGS: &[Setting] = &[
         ..SWITCH
     },
     Setting {
+        id: Id::HeaderFile,
+        flag: "header-file",
+        env: Some("WAIT_FOR_IDP_HEADER_FILE"),
+        unset: "none",
+        value_name: "NAME=PATH",
+        arity: Many,
+        parser: Parser::HeaderFile,
+        group: Network,
+        help: "Send the header NAME with this file's content (re-read every attempt) where --token-file goes, the discovery URL's origin only, e.g. Cloudflare Access's CF-Access-Client-Id and CF-Access-Client-Secret. Repeatable (env: comma-separated)",
+        ..SWITCH
+    },
+    Setting {
         id: Id::Output,
         flag: "output",
         env: Some("WAIT_FOR_IDP_OUTPUT"),
