@@ -532,18 +532,26 @@ def herd(args, certs, n, who):
     phase = [(t, client) for t, status, client in requests if status == 503 and first_start <= t < ready_wall]
     # Whole 100 ms slices only: the requests of a last, partial slice are left out rather than
     # counted into the one before it, which would inflate it by up to half. Two counts: every
-    # request, and every request but each client's first, which a herd started together makes
-    # at once by design (docs/performance.md, Pacing).
+    # request, from the first start; and every request but each client's first, which a herd
+    # started together makes at once by design (docs/performance.md, Pacing), from the first
+    # such request on: before it a herd is still starting (300 processes take seconds to make
+    # their first request on 2 busy cores), and empty slices there would only lower the mean.
     slices = [0] * int((ready_wall - first_start) * 10)
-    later = [0] * len(slices)
-    seen = set()
-    for t, client in sorted(phase):
+    for t, _ in phase:
         k = int((t - first_start) * 10)
         if k < len(slices):
             slices[k] += 1
-            if client in seen:
-                later[k] += 1
+    later_times, seen = [], set()
+    for t, client in sorted(phase):
+        if client in seen:
+            later_times.append(t)
         seen.add(client)
+    later_from = min(later_times, default=first_start)
+    later = [0] * max(1, int((ready_wall - later_from) * 10))
+    for t in later_times:
+        k = int((t - later_from) * 10)
+        if k < len(later):
+            later[k] += 1
     lags = [exits[i] - ready_mono for i in range(n)]
     rss = [int(f.read_text().strip().splitlines()[-1]) for _, f in procs]
     shutil.rmtree(work, ignore_errors=True)
