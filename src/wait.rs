@@ -196,7 +196,7 @@ pub(crate) struct AttemptReport<'a> {
 /// to 0 on [a, 1), where it is a triangle: the smaller of two uniform draws. Gates whose first
 /// paced pause is drawn from it are, from then on, a stationary renewal process each, so their
 /// sum is flat; a uniform 0-1 draw instead puts the round after it (80 % of an interval later)
-/// on the tail of the first, 36 % over the mean load from 0.75 to 1 interval for 400 gates.
+/// on the tail of the first, a bump of load between 0.75 and 1 interval after the first failure.
 /// Its mean is (1 + a + a²) / (3 (1 + a)) = 0.45 intervals, half a paced pause: the gate
 /// notices a provider that turns ready during it no later than it would have otherwise.
 fn first_delay(interval: Duration, jitter: &mut Jitter) -> Duration {

@@ -135,7 +135,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         arity: One,
         parser: Parser::Duration { min: Duration::ZERO },
         group: Timing,
-        help: "Longest pause between attempts; each pause is 80-100% of it, at random. Refused connections are retried after about 0.1s",
+        help: "Longest pause between attempts; each pause is 80-100% of it, at random (the first, 0-100%, to spread a herd). Refused connections are retried after about 0.1s",
         ..SWITCH
     },
     Setting {
