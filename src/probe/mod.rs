@@ -193,9 +193,9 @@ impl Prober {
     }
 }
 
-/// The origins the bearer token (and every `--header-file`) may go to when waiting for `issuer`: where its metadata is
-/// fetched (the `--discovery-url` if given, else the issuer's own well-known URLs) and the
-/// `--jwks-url`, which the user named. Never a `jwks_uri` the document names elsewhere, never a
+/// The origins the bearer token and every `--header-file` may go to when waiting for `issuer`:
+/// where its metadata is fetched (the `--discovery-url` if given, else the issuer's own
+/// well-known URLs) and the `--jwks-url`, which the user named. Never a `jwks_uri` the document names elsewhere, never a
 /// server a resource lists, never a redirect's target: a token for the API server must not
 /// reach whoever else a document points at.
 fn token_origins(checks: &Checks, issuer: &str, discovery_url: Option<&str>) -> Vec<String> {
