@@ -308,15 +308,15 @@ def measure_one_check(args, certs, rows):
             walls.append(wall)
             rss.append(peak)
         measured[name] = (median(walls), median(rss))
-    # The same provider without --once: the start spread (a random part of --interval, so that a
-    # herd does not arrive in one burst) comes before the first attempt.
-    spread = []
+    # The same provider without --once: the defaults must cost no more than a check, since the
+    # first attempt is made at once (docs/performance.md, Pacing).
+    defaults = []
     for k in range(args.runs):
         progress(f"one check: wait-for-idp with defaults (no --once), run {k + 1} of {args.runs}")
         wall, _, code = run_measured([args.bin, "--issuer", issuer, "--ca-file", str(certs / "ca.pem")])
         if code != 0:
             raise SystemExit(f"wait-for-idp (defaults) failed: exit {code}")
-        spread.append(wall)
+        defaults.append(wall)
     curl_wall = measured["curl -fsS --cacert"][0]
     for name, (wall, rss) in measured.items():
         target, ok = "", None
@@ -324,8 +324,10 @@ def measure_one_check(args, certs, rows):
             target, ok = "median RSS ≤ 3 MiB; median time ≤ 0.5× curl's", rss <= 3072 and wall <= 0.5 * curl_wall
         rows.append((f"one check: {name} (median of {args.runs})", f"{wall * 1000:.1f} ms, peak RSS {rss / 1024:.1f} MiB",
                      target, ok))
-    rows.append((f"ready provider, wait-for-idp with defaults, not --once ({args.runs} runs): the start spread",
-                 f"median {median(spread) * 1000:.0f} ms, max {max(spread) * 1000:.0f} ms", "", None))
+    once_wall = measured["wait-for-idp --once"][0]
+    rows.append((f"ready provider, wait-for-idp with defaults, not --once ({args.runs} runs)",
+                 f"median {median(defaults) * 1000:.1f} ms, max {max(defaults) * 1000:.1f} ms",
+                 "median ≤ 2× --once's", median(defaults) <= 2 * once_wall))
     provider.close()
 
 
@@ -434,7 +436,7 @@ pid {self.dir}/nginx.pid;
 error_log {self.dir}/error.log;
 events {{ worker_connections 8192; }}
 http {{
-  log_format stamp '$msec $status';
+  log_format stamp '$msec $status $arg_gate';
   access_log {self.dir}/access.log stamp;
   server {{
     listen 127.0.0.1:{self.port} ssl;
@@ -455,11 +457,12 @@ http {{
         (self.dir / "ready").write_text("")
 
     def requests(self):
-        """(unix time, status) of every request so far."""
+        """(unix time, status, client) of every request so far; the client is the URL's `gate`
+        parameter, which each client of a herd sends with its own number."""
         out = []
         for line in (self.dir / "access.log").read_text().splitlines():
-            stamp, status = line.split()
-            out.append((float(stamp), int(status)))
+            stamp, status, client = line.split()
+            out.append((float(stamp), int(status), client))
         return out
 
     def stop(self):
@@ -486,10 +489,13 @@ def herd(args, certs, n, who):
     work = Path(tempfile.mkdtemp())
     server = Nginx(certs, work)
     url = f"{server.issuer}/.well-known/openid-configuration"
-    if who == "wait-for-idp":
-        argv = [args.bin, "--issuer", server.issuer, "--ca-file", str(certs / "ca.pem"), "--timeout", "60s", "--quiet"]
-    else:
-        argv = ["sh", "-c", f"until curl -fsS -o /dev/null --cacert {certs / 'ca.pem'} {url}; do sleep 1; done"]
+
+    def argv(i):
+        """Client i's command: its URL carries `?gate=i`, so that the log tells its requests apart."""
+        if who == "wait-for-idp":
+            return [args.bin, "--issuer", server.issuer, "--discovery-url", f"{url}?gate={i}",
+                    "--ca-file", str(certs / "ca.pem"), "--timeout", "60s", "--quiet"]
+        return ["sh", "-c", f"until curl -fsS -o /dev/null --cacert {certs / 'ca.pem'} '{url}?gate={i}'; do sleep 1; done"]
     # Every client waits in its shell's `read` on a FIFO, so all of them start the moment the
     # bench opens and closes it, however long spawning a few hundred processes takes. A builtin,
     # not a program: waiting in `flock`, each client had to fork and exec it after the release,
@@ -497,11 +503,11 @@ def herd(args, certs, n, who):
     # lump as soon as they got the CPU.
     barrier_path = work / "start.fifo"
     os.mkfifo(barrier_path)
-    wrapped = ["sh", "-c", f'read -r _ < {barrier_path}; exec "$@"', "sh", *argv]
+    wrapped = lambda i: ["sh", "-c", f'read -r _ < {barrier_path}; exec "$@"', "sh", *argv(i)]
     exits, procs = {}, []
     for i in range(n):
         rss_file = work / f"rss-{i}"
-        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *wrapped],
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *wrapped(i)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append((p, rss_file))
 
@@ -524,18 +530,33 @@ def herd(args, certs, n, who):
     time.sleep(0.2)
     requests = server.requests()
     server.stop()
-    phase = [t for t, status in requests if status == 503 and first_start <= t < ready_wall]
+    phase = [(t, client) for t, status, client in requests if status == 503 and first_start <= t < ready_wall]
     # Whole 100 ms slices only: the requests of a last, partial slice are left out rather than
-    # counted into the one before it, which would inflate it by up to half.
+    # counted into the one before it, which would inflate it by up to half. Two counts: every
+    # request, from the first start; and every request but each client's first, which a herd
+    # started together makes at once by design (docs/performance.md, Pacing), from the first
+    # such request on: before it a herd is still starting (300 processes take seconds to make
+    # their first request on 2 busy cores), and empty slices there would only lower the mean.
     slices = [0] * int((ready_wall - first_start) * 10)
-    for t in phase:
+    for t, _ in phase:
         k = int((t - first_start) * 10)
         if k < len(slices):
             slices[k] += 1
+    later_times, seen = [], set()
+    for t, client in sorted(phase):
+        if client in seen:
+            later_times.append(t)
+        seen.add(client)
+    later_from = min(later_times, default=first_start)
+    later = [0] * max(1, int((ready_wall - later_from) * 10))
+    for t in later_times:
+        k = int((t - later_from) * 10)
+        if k < len(later):
+            later[k] += 1
     lags = [exits[i] - ready_mono for i in range(n)]
     rss = [int(f.read_text().strip().splitlines()[-1]) for _, f in procs]
     shutil.rmtree(work, ignore_errors=True)
-    return {"slices": slices, "lags": lags, "rss": rss, "started_in": started_in,
+    return {"slices": slices, "later": later, "lags": lags, "rss": rss, "started_in": started_in,
             "rate": len(phase) / n / (ready_wall - first_start)}
 
 
@@ -549,18 +570,23 @@ def measure_herd(args, certs, rows):
             for k in range(args.herd_runs):
                 progress(f"herd: {n} x {who}, run {k + 1} of {args.herd_runs}")
                 runs.append(herd(args, certs, n, who))
-            bursts = [max(r["slices"]) / (sum(r["slices"]) / len(r["slices"])) for r in runs]
+            burst = lambda slices: max(slices) / (sum(slices) / len(slices))
+            bursts = [burst(r["later"]) for r in runs]
+            all_bursts = [burst(r["slices"]) for r in runs]
             rates = [r["rate"] for r in runs]
             lags = [x for r in runs for x in r["lags"]]
             rss = median([sum(r["rss"]) for r in runs])
             label = f"herd of {n}: {who} ({args.herd_runs} runs, started within {max(r['started_in'] for r in runs):.2f} s)"
             target, ok = "", None
-            if who == "wait-for-idp" and n == 100:
-                target = "median burst ≤ 2.0; mean rate ≤ 1.2/s; lag median ≤ 0.55 s, p95 ≤ 1.1 s"
-                ok = (median(bursts) <= 2.0 and statistics.mean(rates) <= 1.2
-                      and median(lags) <= 0.55 and p95(lags) <= 1.1)
+            if who == "wait-for-idp":
+                target = "median burst from the second attempt on ≤ 2.0; mean rate ≤ 1.2/s"
+                ok = median(bursts) <= 2.0 and statistics.mean(rates) <= 1.2
+                if n == 100:
+                    target += "; lag median ≤ 0.55 s, p95 ≤ 1.1 s"
+                    ok = ok and median(lags) <= 0.55 and p95(lags) <= 1.1
             rows.append((label,
-                         f"burst {median(bursts):.2f}× (runs: {', '.join(f'{b:.2f}' for b in bursts)}); "
+                         f"burst from the second attempt on {median(bursts):.2f}× (runs: {', '.join(f'{b:.2f}' for b in bursts)}), "
+                         f"every request {median(all_bursts):.2f}×; "
                          f"{statistics.mean(rates):.2f} requests/s per client; lag median {median(lags):.3f} s, "
                          f"p95 {p95(lags):.3f} s; total peak RSS {rss / 1024:.0f} MiB", target, ok))
             if n == args.herd[0]:

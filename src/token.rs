@@ -1,14 +1,31 @@
-//! The bearer token file: read when the configuration is checked, so a wrong path is an error at
-//! once, and again before every attempt, because projected service-account tokens rotate.
+//! The secrets read from files: the bearer token file and the header files. Each is read when the
+//! configuration is checked, so a wrong path or content is an error at once, and again before
+//! every attempt, because projected service-account tokens and mounted secrets rotate. Every
+//! secret read is remembered, so that nothing the gate prints or writes can carry it.
 
 use std::borrow::Cow;
 use std::fmt;
+use std::io::Read as _;
 use std::path::Path;
 use std::sync::Mutex;
 
-/// Every token this process has read (projected tokens rotate): whatever the gate prints or
-/// writes passes through [`scrub`], so none of them can appear there, wherever a server echoed it.
-static READ: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// Every secret this process has read (tokens and header values rotate), with what replaces it:
+/// whatever the gate prints or writes passes through [`scrub`], so none of them can appear
+/// there, wherever a server echoed it.
+static READ: Mutex<Vec<(String, &'static str)>> = Mutex::new(Vec::new());
+
+/// What a token is replaced with.
+pub(crate) const TOKEN_REDACTED: &str = "[token redacted]";
+/// What a header file's value is replaced with.
+pub(crate) const HEADER_REDACTED: &str = "[header value redacted]";
+
+/// The shortest header value [`scrub`] replaces. A value that short is no secret worth the name
+/// (Cloudflare Access's client secret has 64 characters), and replacing every `yes` or `1` in
+/// the log would garble it; the gate itself never prints a value of any length.
+pub(crate) const SCRUBBED_VALUE_MIN: usize = 8;
+
+/// The longest header value read: servers refuse a request whose fields pass 8 KiB (431).
+pub(crate) const HEADER_VALUE_MAX: usize = 8 * 1024;
 
 /// Why a token file cannot be used.
 #[derive(Debug)]
@@ -44,36 +61,89 @@ pub(crate) fn read(path: &Path) -> Result<String, TokenProblem> {
     if !token.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(TokenProblem::NotOneToken);
     }
-    let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
-    if !read.iter().any(|t| t == token) {
-        read.push(token.to_string());
-    }
+    remember(token, TOKEN_REDACTED);
     Ok(token.to_string())
 }
 
-/// `text` with every token this process has read replaced.
+fn remember(secret: &str, replacement: &'static str) {
+    let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
+    if !read.iter().any(|(s, _)| s == secret) {
+        read.push((secret.to_string(), replacement));
+    }
+}
+
+/// Why a header file cannot be used.
+#[derive(Debug)]
+pub(crate) enum HeaderValueProblem {
+    Unreadable(std::io::Error),
+    Empty,
+    TooLong,
+    NotOneLine,
+}
+
+impl fmt::Display for HeaderValueProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeaderValueProblem::Unreadable(e) => write!(f, "cannot be read ({e})"),
+            HeaderValueProblem::Empty => write!(f, "is empty; it must hold the header's value"),
+            HeaderValueProblem::TooLong => {
+                write!(f, "holds more than {HEADER_VALUE_MAX} bytes; servers refuse header fields that long")
+            }
+            HeaderValueProblem::NotOneLine => write!(
+                f,
+                "holds a line break, a control or non-ASCII character (a byte-order mark?); it must hold one \
+                 line of printable ASCII (spaces allowed inside), which HTTP can send"
+            ),
+        }
+    }
+}
+
+/// The header value in `path`, without surrounding white space: one line of printable ASCII,
+/// spaces and tabs allowed inside (RFC 9110 §5.5, without obs-text). A line break inside could
+/// only be a mistake or an attempt to add a field of its own.
+pub(crate) fn read_header_value(path: &Path) -> Result<String, HeaderValueProblem> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(HEADER_VALUE_MAX as u64 + 1024).read_to_end(&mut bytes))
+        .map_err(HeaderValueProblem::Unreadable)?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| HeaderValueProblem::NotOneLine)?;
+    let value = text.trim();
+    if value.is_empty() {
+        return Err(HeaderValueProblem::Empty);
+    }
+    if value.len() > HEADER_VALUE_MAX {
+        return Err(HeaderValueProblem::TooLong);
+    }
+    if !value.bytes().all(|b| b.is_ascii_graphic() || b == b' ' || b == b'\t') {
+        return Err(HeaderValueProblem::NotOneLine);
+    }
+    if value.len() >= SCRUBBED_VALUE_MIN {
+        remember(value, HEADER_REDACTED);
+    }
+    Ok(value.to_string())
+}
+
+/// `text` with every secret this process has read replaced.
 pub(crate) fn scrub(text: &str) -> Cow<'_, str> {
     let read = READ.lock().unwrap_or_else(|e| e.into_inner());
     let mut text = Cow::Borrowed(text);
-    for token in read.iter() {
-        if text.contains(token.as_str()) {
-            text = Cow::Owned(text.replace(token.as_str(), REDACTED));
+    for (secret, replacement) in read.iter() {
+        if text.contains(secret.as_str()) {
+            text = Cow::Owned(text.replace(secret.as_str(), replacement));
         }
     }
     text
 }
 
-const REDACTED: &str = "[token redacted]";
-
-/// The token taken out of a body before any excerpt of it is cut: a server may echo the
-/// `Authorization` header into an error page, and a cut inside the token would leave a part of
-/// it that [`scrub`] cannot recognise.
-pub(crate) fn hide_in_body(body: &mut Vec<u8>, token: &str) {
+/// A secret taken out of a body before any excerpt of it is cut, replaced by `replacement`: a
+/// server may echo the request's headers into an error page, and a cut inside the secret would
+/// leave a part of it that [`scrub`] cannot recognise.
+pub(crate) fn hide_in_body(body: &mut Vec<u8>, secret: &str, replacement: &str) {
     match std::str::from_utf8(body) {
-        Ok(text) if text.contains(token) => *body = text.replace(token, REDACTED).into_bytes(),
+        Ok(text) if text.contains(secret) => *body = text.replace(secret, replacement).into_bytes(),
         Ok(_) => {}
-        // Not UTF-8, so never a document: dropped where the token might be in it.
-        Err(_) if body.windows(token.len()).any(|w| w == token.as_bytes()) => body.clear(),
+        // Not UTF-8, so never a document: dropped where the secret might be in it.
+        Err(_) if body.windows(secret.len()).any(|w| w == secret.as_bytes()) => body.clear(),
         Err(_) => {}
     }
 }
@@ -83,6 +153,10 @@ mod tests {
     use super::*;
 
     fn read_str(content: &str) -> Result<String, TokenProblem> {
+        with_file(content, read)
+    }
+
+    fn with_file<T>(content: &str, read: impl FnOnce(&Path) -> T) -> T {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("wait-for-idp-token-{}-{n}", std::process::id()));
@@ -90,6 +164,23 @@ mod tests {
         let r = read(&dir);
         let _ = std::fs::remove_file(&dir);
         r
+    }
+
+    #[test]
+    fn a_header_value_is_one_line_http_can_send() {
+        let value = |content: &str| with_file(content, read_header_value);
+        assert_eq!(value("  Bearer abc def\n").unwrap(), "Bearer abc def", "spaces inside are a value's");
+        assert_eq!(value("a\tb").unwrap(), "a\tb");
+        for bad in ["a\r\nX-Injected: 1", "line one\nline two", "\u{feff}value", "v\u{f6}lue", "nul\0byte"] {
+            assert!(matches!(value(bad), Err(HeaderValueProblem::NotOneLine)), "{bad:?}");
+        }
+        assert!(matches!(value(" \n"), Err(HeaderValueProblem::Empty)));
+        assert!(matches!(value(&"x".repeat(HEADER_VALUE_MAX + 1)), Err(HeaderValueProblem::TooLong)));
+        assert!(matches!(value(&"x".repeat(HEADER_VALUE_MAX * 4)), Err(HeaderValueProblem::TooLong)), "read bounded");
+        let secret = value("header-secret-0123456789").unwrap();
+        assert_eq!(scrub(&format!("echo {secret}")), "echo [header value redacted]");
+        let short = value("yes").unwrap();
+        assert_eq!(scrub(&format!("echo {short}")), "echo yes", "too short to be a secret, kept");
     }
 
     #[test]
@@ -107,10 +198,10 @@ mod tests {
         assert_eq!(scrub(&format!("echo: Bearer {token}!")), "echo: Bearer [token redacted]!");
         assert!(matches!(scrub("nothing secret"), Cow::Borrowed(_)));
         let mut body = format!("<pre>{token}</pre>").into_bytes();
-        hide_in_body(&mut body, &token);
+        hide_in_body(&mut body, &token, TOKEN_REDACTED);
         assert_eq!(body, b"<pre>[token redacted]</pre>");
         let mut binary = [&[0xff, 0xfe][..], token.as_bytes()].concat();
-        hide_in_body(&mut binary, &token);
+        hide_in_body(&mut binary, &token, TOKEN_REDACTED);
         assert!(binary.is_empty(), "a body that is not UTF-8 and holds the token is dropped");
     }
 }

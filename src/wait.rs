@@ -2,7 +2,10 @@
 //!
 //! The clock, the sleeper and the attempt itself are injected, so the rules below are tested
 //! with a virtual clock and no real sleeping:
-//! - the first attempt starts after a random part of `Timing::start_spread` (why: [`first_delay`]);
+//! - the first attempt starts at once: against a provider already serving, the gate costs one
+//!   request's time;
+//! - the first paced pause is drawn from the pause's equilibrium distribution ([`first_delay`]),
+//!   so that a herd of gates started together is out of step from its second round on;
 //! - no attempt budget and no pause reaches past the deadline, and no later attempt is started
 //!   with less than [`MIN_ATTEMPT`] to run;
 //! - a refused connection is retried after about [`FAST_RETRY`]: it costs the provider nothing,
@@ -167,37 +170,69 @@ pub(crate) struct AttemptReport<'a> {
     pub(crate) next: Next,
 }
 
-/// The first attempt starts after a random part of the start spread. A whole-cluster cold boot starts
-/// hundreds of gates within a second; if each made its first attempt at once, they would
-/// hit the provider in one burst (100 gates started within 0.16 s: 7.8 times the mean load
-/// in the busiest 100 ms, measured), and the narrow 80-100 % pauses keep them bunched for a
-/// long time after (their spread grows by only about 0.06·√k s after k pauses).
+/// The first paced pause (after the first failure that is not a refused connection, or the first
+/// success when several are required), as a fraction of the interval: a draw from the paced
+/// pause's *equilibrium* distribution, not from the pause itself. This is the one home of the
+/// pacing's derivation; the measured figures are in docs/performance.md ("Pacing", "A herd at
+/// cold boot").
 ///
-/// Spreading only the first *pause* leaves the first round a burst. A uniform first delay
-/// is nearly as good as it gets, but the second round (which starts 80 % of an interval
-/// in) lands on the tail of the first: 36 % more than the mean load from 0.75 to 1 s in
-/// the test `a_herd_starts_spread_over_the_start_spread` (at 100 gates it is lost in the
-/// noise: 1.65 against 1.64 times, measured). So the delay is drawn from the pause's
-/// *equilibrium* distribution, the time to the next attempt of a gate that had been polling
-/// for ever (this function): the herd's load is then flat from its first request on and
-/// only the noise of independent clients is left. The price is the delay before a first
-/// attempt that would have passed (0.45 s on average with the defaults, less than a uniform
-/// one's 0.5 s), so it is at most one interval, at most a tenth of the timeout, and none for
-/// `--once`.
+/// Why the first attempt is not delayed instead. A whole-cluster cold boot starts hundreds of
+/// gates within a second. Delaying each first attempt by a random part of the interval spreads
+/// the first round, but costs every gate that delay against a provider that is already serving,
+/// and buys little: a refused connection is retried after 50-100 ms ([`FAST_RETRY`]), so a herd
+/// that boots before its provider is packed into one narrow window by the fast retries whatever
+/// its start spread was, and meets the provider's first 503s nearly in step. What keeps a herd
+/// out of step is the pause after a paced failure: the narrow 80-100 % pauses keep gates that
+/// failed together bunched for a long time (their spread grows by only about 0.06·√k intervals
+/// after k pauses), so that pause must spread them. So the first attempt is made at once, and
+/// the first paced pause is drawn as below: the herd's later load is then flat, as that of
+/// independent clients. The first attempts of a herd that starts together still arrive in one
+/// burst, at most one request per gate, once.
 ///
-/// A draw from the equilibrium (forward-recurrence) distribution of the paced pause, scaled
-/// to `spread`. A pause is U(a, 1) intervals (a = `PACED_LOW`); the time from a random moment
-/// to the next attempt then has the density P(pause > x) / E[pause]: flat on [0, a), which
-/// holds a share a / E[pause] = 2a / (1 + a) of it, and falling linearly to 0 on [a, 1), where
-/// it is a triangle: the smaller of two uniform draws.
-fn first_delay(spread: Duration, jitter: &mut Jitter) -> Duration {
+/// Why the equilibrium distribution and not a uniform one. A paced pause is U(a, 1) intervals
+/// (a = [`PACED_LOW`]). The time from a random moment to the next attempt of a gate that had
+/// been polling for ever (the forward recurrence time) has the density P(pause > x) / E[pause]:
+/// flat on [0, a), which holds a share a / E[pause] = 2a / (1 + a) of it, and falling linearly
+/// to 0 on [a, 1), where it is a triangle: the smaller of two uniform draws. Gates whose first
+/// paced pause is drawn from it are, from then on, a stationary renewal process each, so their
+/// sum is flat; a uniform 0-1 draw instead puts the round after it (80 % of an interval later)
+/// on the tail of the first, a bump of load between 0.75 and 1 interval after the first failure.
+/// Its mean is (1 + a + a²) / (3 (1 + a)) = 0.45 intervals, half a paced pause: the gate
+/// notices a provider that turns ready during it no later than it would have otherwise.
+fn first_delay(interval: Duration, jitter: &mut Jitter) -> Duration {
     let flat_share = 2.0 * PACED_LOW / (1.0 + PACED_LOW);
     let fraction = if jitter.between(0.0, 1.0) < flat_share {
         jitter.between(0.0, PACED_LOW)
     } else {
         PACED_LOW + (1.0 - PACED_LOW) * jitter.between(0.0, 1.0).min(jitter.between(0.0, 1.0))
     };
-    spread.mul_f64(fraction)
+    interval.mul_f64(fraction)
+}
+
+/// The pause after an attempt, and the `Retry-After` it follows when that is longer than the
+/// paced pause. The first paced pause is [`first_delay`]'s; `paced_before` records that it has
+/// been taken.
+fn pause_after(
+    outcome: &Result<Ready, Failure>,
+    interval: Duration,
+    paced_before: &mut bool,
+    jitter: &mut Jitter,
+) -> (Duration, Option<Duration>) {
+    let failure = outcome.as_ref().err();
+    if failure.is_some_and(|f| f.cheap) {
+        return (FAST_RETRY.min(interval).mul_f64(jitter.between(0.5, 1.0)), None);
+    }
+    let paced =
+        if *paced_before { interval.mul_f64(jitter.between(PACED_LOW, 1.0)) } else { first_delay(interval, jitter) };
+    match failure.and_then(|f| f.retry_after) {
+        Some(asked) if asked.min(RETRY_AFTER_CAP) > paced => {
+            (asked.min(RETRY_AFTER_CAP) + interval.mul_f64(jitter.between(0.0, 1.0)), Some(asked))
+        }
+        _ => {
+            *paced_before = true;
+            (paced, None)
+        }
+    }
 }
 
 /// Attempts until ready, out of attempts, or out of time.
@@ -212,9 +247,8 @@ pub(crate) fn wait_until_ready(
     let mut tally = Tally::default();
     let needed = schedule.timing.successes.max(1);
     let floor = MIN_ATTEMPT.min(schedule.timing.attempt_timeout);
-    if !schedule.timing.start_spread.is_zero() {
-        sleeper.sleep(first_delay(schedule.timing.start_spread, jitter));
-    }
+    // No paced pause yet: the first is drawn from the equilibrium distribution.
+    let mut paced_before = false;
     loop {
         let left = schedule.deadline.saturating_duration_since(clock.now());
         let budget = schedule.timing.attempt_timeout.min(left.saturating_sub(UNWIND));
@@ -223,29 +257,18 @@ pub(crate) fn wait_until_ready(
         }
         let outcome = attempt(budget);
         tally.attempts += 1;
-        let paced = schedule.timing.interval.mul_f64(jitter.between(PACED_LOW, 1.0));
-        let (pause, retry_after) = match &outcome {
+        let (pause, retry_after) = pause_after(&outcome, schedule.timing.interval, &mut paced_before, jitter);
+        match &outcome {
             Ok(ready) => {
                 tally.consecutive_successes += 1;
                 tally.last_ready = Some(ready.clone());
-                (paced, None)
             }
             Err(failure) => {
                 tally.consecutive_successes = 0;
                 *tally.failures.entry(failure.class).or_default() += 1;
                 tally.last_failure = Some(failure.clone());
-                match failure.retry_after {
-                    _ if failure.cheap => {
-                        (FAST_RETRY.min(schedule.timing.interval).mul_f64(jitter.between(0.5, 1.0)), None)
-                    }
-                    Some(asked) if asked.min(RETRY_AFTER_CAP) > paced => {
-                        let capped = asked.min(RETRY_AFTER_CAP);
-                        (capped + schedule.timing.interval.mul_f64(jitter.between(0.0, 1.0)), Some(asked))
-                    }
-                    _ => (paced, None),
-                }
             }
-        };
+        }
         let left = schedule.deadline.saturating_duration_since(clock.now());
         // The latest moment, from now, at which a next attempt still gets `floor` to run.
         let room = left.saturating_sub(UNWIND + floor);
@@ -340,7 +363,6 @@ mod tests {
                 attempt_timeout: Duration::from_secs(5),
                 max_attempts: None,
                 successes: 1,
-                start_spread: Duration::ZERO,
             },
         )
     }
@@ -405,8 +427,7 @@ mod tests {
             for hangs in [true, false] {
                 let time = FakeTime::new();
                 let timeout = Duration::from_secs(timeout_s);
-                let start_spread = Duration::from_secs(1).min(timeout / 10);
-                let s = with(schedule(&time, timeout_s * 1_000), |t| t.start_spread = start_spread);
+                let s = schedule(&time, timeout_s * 1_000);
                 let t = time.clone();
                 let mut attempt = |budget: Duration| {
                     t.advance(if hangs { budget } else { Duration::from_millis(3) });
@@ -436,7 +457,9 @@ mod tests {
             run(&time, schedule(&time, 10_000), Duration::from_millis(1), status_503(), Duration::MAX);
         let gaps: Vec<Duration> = starts.windows(2).map(|w| w[1].0 - w[0].0).collect();
         // The last pause may be shortened to leave the final attempt MIN_ATTEMPT to run.
-        let paced = &gaps[..gaps.len() - 1];
+        // The first pause is drawn from the equilibrium distribution, anywhere up to an interval.
+        assert!(gaps[0] <= Duration::from_millis(1001), "{gaps:?}");
+        let paced = &gaps[1..gaps.len() - 1];
         assert!(
             paced.iter().all(|g| *g >= Duration::from_millis(800) && *g <= Duration::from_millis(1001)),
             "{gaps:?}"
@@ -454,34 +477,104 @@ mod tests {
         assert!(time.at() < Duration::from_millis(2_110), "noticed within a fast retry: {:?}", time.at());
     }
 
-    #[test]
-    fn a_herd_starts_spread_over_the_start_spread() {
-        // 400 gates against a provider answering 503, all started at t = 0: every attempt of
-        // every gate in the first five seconds (of six: the last is squeezed towards the
-        // deadline), counted per quarter second.
-        let mut buckets = [0u32; 20];
-        for seed in 1..=400 {
-            let time = FakeTime::new();
-            let s = with(schedule(&time, 6_000), |t| t.start_spread = Duration::from_secs(1));
-            let t = time.clone();
-            let mut first = None;
-            let mut attempt = |_| {
-                first.get_or_insert(t.at());
-                if let Some(b) = buckets.get_mut((t.at().as_millis() / 250) as usize) {
-                    *b += 1;
-                }
+    /// A gate started at `start` against a provider that refuses connections until `serving`
+    /// and answers 503 from then on: when each attempt started, and whether it was refused.
+    fn gate_against(seed: u64, start: Duration, serving: Duration, timeout_ms: u64) -> Vec<(Duration, bool)> {
+        let time = FakeTime::new();
+        time.advance(start);
+        let s = schedule(&time, timeout_ms);
+        let t = time.clone();
+        let mut attempts = Vec::new();
+        let mut attempt = |_| {
+            let refused = t.at() < serving;
+            attempts.push((t.at(), refused));
+            t.advance(Duration::from_millis(2));
+            if refused {
+                Err(Failure { cheap: true, ..Failure::new(FailureClass::Connect, "refused") })
+            } else {
                 Err(status_503())
-            };
-            let (clock, mut sleeper) = (time.clone(), time.clone());
-            wait_until_ready(&s, &clock, &mut sleeper, &mut Jitter::new(seed), &mut attempt, &mut |_, _| {});
-            assert!(first.unwrap() <= Duration::from_secs(1));
+            }
+        };
+        let (clock, mut sleeper) = (time.clone(), time.clone());
+        wait_until_ready(&s, &clock, &mut sleeper, &mut Jitter::new(seed), &mut attempt, &mut |_, _| {});
+        attempts
+    }
+
+    /// Attempts answered 503 per quarter second from `from`, each gate's first one left out.
+    fn paced_load(gates: &[Vec<(Duration, bool)>], from: Duration, quarters: usize) -> Vec<u32> {
+        let mut buckets = vec![0u32; quarters];
+        for attempts in gates {
+            for (at, _) in attempts.iter().filter(|(_, refused)| !refused).skip(1) {
+                let k = (at.saturating_sub(from).as_millis() / 250) as usize;
+                if *at >= from && k < quarters {
+                    buckets[k] += 1;
+                }
+            }
         }
-        // Flat from the first request on: 400 gates at one attempt per 0.9 s on average make
-        // 111 per quarter second. A uniform first delay puts 151 into 0.75-1 s; none at all,
-        // 400 into the first bucket.
-        for (i, n) in buckets.iter().enumerate() {
-            assert!((80..=145).contains(n), "{n} attempts in quarter {i}: {buckets:?}");
+        buckets
+    }
+
+    #[test]
+    fn a_herd_started_together_is_flat_from_its_second_attempt_on() {
+        // 400 gates started at t = 0 against a provider answering 503: every first attempt at
+        // once, then every later attempt in the first five seconds (of six: the last is
+        // squeezed towards the deadline), counted per quarter second.
+        let gates: Vec<_> = (1..=400).map(|seed| gate_against(seed, Duration::ZERO, Duration::ZERO, 6_000)).collect();
+        assert!(gates.iter().all(|g| g[0].0 == Duration::ZERO), "first attempts at once");
+        // Flat: 400 gates at one attempt per 0.9 s on average make 111 per quarter second. With
+        // the 80-100 % pause as the first one, every second attempt would fall in 0.75-1 s.
+        let load = paced_load(&gates, Duration::ZERO, 20);
+        for (i, n) in load.iter().enumerate() {
+            assert!((80..=145).contains(n), "{n} attempts in quarter {i}: {load:?}");
         }
+    }
+
+    #[test]
+    fn a_herd_packed_by_refusals_is_spread_by_its_first_paced_pause() {
+        // 400 gates started over 1 s against a provider that refuses connections until 2 s and
+        // answers 503 after: the fast retries pack the herd into 0.1 s at 2 s, whatever its
+        // start spread, and the first paced pause spreads it again.
+        let starts = |seed: u64| Duration::from_millis(seed * 1_000 / 400);
+        let serving = Duration::from_secs(2);
+        let gates: Vec<_> = (1..=400).map(|seed| gate_against(seed, starts(seed), serving, 8_000)).collect();
+        for g in &gates {
+            let first_503 = g.iter().find(|(_, refused)| !refused).expect("a 503").0;
+            assert!(
+                first_503 < serving + FAST_RETRY + Duration::from_millis(5),
+                "refusals retried fast: {first_503:?}"
+            );
+            for w in g.windows(2).filter(|w| w[0].1) {
+                assert!(w[1].0 - w[0].0 <= FAST_RETRY + Duration::from_millis(2), "{w:?}");
+            }
+        }
+        let load = paced_load(&gates, serving, 20);
+        for (i, n) in load.iter().enumerate() {
+            assert!((80..=145).contains(n), "{n} attempts in quarter {i} after 2 s: {load:?}");
+        }
+    }
+
+    #[test]
+    fn the_first_paced_pause_is_drawn_from_the_equilibrium_distribution() {
+        // 4,000 gates' first pause after a 503, in tenths of the interval. The equilibrium
+        // density of a U(0.8, 1) pause is 1/0.9 on [0, 0.8), then falls linearly to 0 at 1.
+        let mut tenths = [0u32; 10];
+        let mut sum = 0.0;
+        for seed in 1..=4_000 {
+            let g = gate_against(seed, Duration::ZERO, Duration::ZERO, 10_000);
+            let first = (g[1].0 - g[0].0).as_secs_f64();
+            sum += first;
+            tenths[((first * 10.0) as usize).min(9)] += 1;
+            // Every later pause is the 80-100 % one (but the last, cut for the deadline).
+            let later: Vec<f64> = g.windows(2).skip(1).map(|w| (w[1].0 - w[0].0).as_secs_f64()).collect();
+            assert!(later[..later.len() - 1].iter().all(|p| (0.8..=1.003).contains(p)), "{later:?}");
+        }
+        let mean = sum / 4_000.0;
+        assert!((0.43..0.47).contains(&mean), "mean {mean}, expected (1 + a + a²) / 3(1 + a) = 0.452");
+        // 444 expected per flat tenth; 333 and 111 in the last two (0.8-0.9 and 0.9-1.0).
+        for (i, n) in tenths.iter().enumerate().take(8) {
+            assert!((380..=510).contains(n), "tenth {i}: {tenths:?}");
+        }
+        assert!((270..=400).contains(&tenths[8]) && (70..=160).contains(&tenths[9]), "{tenths:?}");
     }
 
     #[test]
@@ -565,7 +658,8 @@ mod tests {
             asking(Duration::from_millis(10)),
             Duration::MAX,
         );
-        assert!(starts[1].0 - starts[0].0 >= Duration::from_millis(800));
+        // (The first paced pause is the equilibrium one; the second shows the 80-100 % pause.)
+        assert!(starts[2].0 - starts[1].0 >= Duration::from_millis(800), "{starts:?}");
     }
 
     /// The pauses' `Retry-After` verdicts for a provider that always asks `asked`.

@@ -217,6 +217,16 @@ fn bad_input_exits_2_naming_the_flag_or_variable_and_the_fix() {
         (vec!["--issuer", "ftp://h"], &[], "has the scheme 'ftp'"),
         (vec!["--issuer", "https://h/?x=1"], &[], "query"),
         (vec!["--issuer", "https://h#frag"], &[], "has a fragment"),
+        (
+            vec!["--issuer", "https://h", "--jwks-url", "https://h/keys?p=x#k"],
+            &[],
+            "--jwks-url: 'https://h/keys?p=x#k' has a fragment",
+        ),
+        (
+            vec!["--issuer", "https://h"],
+            &[("WAIT_FOR_IDP_DISCOVERY_URL", "https://u:hunter2@h/m?p=x")],
+            "WAIT_FOR_IDP_DISCOVERY_URL: 'https://***@h/m?p=x' carries credentials",
+        ),
         (vec!["--issuer", ""], &[], "--issuer: '' is empty"),
         (
             vec!["--issuer", "https://h", "--ca-file", "/nonexistent.pem"],

@@ -123,6 +123,54 @@ fn discovery_url_fetches_elsewhere_but_expects_the_issuer() {
     assert_exit(&r, 0);
 }
 
+/// Azure AD B2C serves its metadata under a policy query (`?p=`): a `--discovery-url` keeps its
+/// query, sends it as given, and shows it in the log; a parameter with a credential's name
+/// (`sig`) is shown as `***` in the log, the JSON and `--dry-run`, never its value.
+#[test]
+fn a_discovery_url_keeps_its_query_and_hides_a_signature() {
+    let ca = TestCa::new();
+    let public = "https://tenant.b2clogin.example/tenant.onmicrosoft.example/v2.0/";
+    let at = "/tenant.onmicrosoft.example/b2c_1_signin/v2.0/.well-known/openid-configuration";
+    let doc = discovery_doc(public);
+    let expected = format!("{at}?p=B2C_1_signin");
+    let p = Provider::start(
+        tls_mode(ca.leaf(&["localhost"])),
+        reply(move |req, _| if req.path == expected { Reply::json(200, doc.clone()) } else { Reply::json(404, "{}") }),
+    );
+    let discovery = p.issuer(&format!("{at}?p=B2C_1_signin"));
+    let r = run_args(gate_for(&ca, public), &["--discovery-url", &discovery, "--once"]);
+    assert_exit(&r, 0);
+    assert_logged(&r, &["?p=B2C_1_signin"]);
+    assert_eq!(p.paths(), [format!("{at}?p=B2C_1_signin")], "the query is sent as given");
+
+    let secret = "c2lnbmF0dXJlLXNlY3JldA";
+    let signed = format!("{discovery}&sig={secret}");
+    for extra in [&["--once", "--output", "json"][..], &["--dry-run"]] {
+        let r = run_args(gate_for(&ca, public), &[&["--discovery-url", signed.as_str()][..], extra].concat());
+        assert!(
+            !r.log().contains(secret) && !r.stdout.contains(secret),
+            "{}
+{}",
+            r.log(),
+            r.stdout
+        );
+        assert!(
+            r.log().contains("?p=B2C_1_signin&sig=***") || r.stdout.contains("?p=B2C_1_signin&sig=***"),
+            "{}
+{}",
+            r.log(),
+            r.stdout
+        );
+    }
+    // The issuer itself still has no query, and a fragment is refused everywhere.
+    let r = run_args(gate_for(&ca, &format!("{public}?p=B2C_1_signin")), &["--dry-run"]);
+    assert_exit(&r, 2);
+    assert_logged(&r, &["--issuer", "has a query", "goes in --discovery-url"]);
+    let r = run_args(gate_for(&ca, public), &["--discovery-url", &format!("{discovery}#top"), "--dry-run"]);
+    assert_exit(&r, 2);
+    assert_logged(&r, &["--discovery-url", "has a fragment"]);
+}
+
 #[test]
 fn kubernetes_api_server_document_passes_without_strict_only() {
     let ca = TestCa::new();

@@ -19,6 +19,23 @@ fn ready_at_once() {
     assert_eq!(r.log().lines().count(), 3, "the first line, one per attempt, and the outcome:\n{}", r.log());
 }
 
+/// The first attempt is made at once, whatever the interval: no random delay comes before it, so
+/// a provider that is already serving costs the defaults what it costs `--once`. (With a long
+/// interval the pause before a second attempt would be long: none is made.)
+#[test]
+fn the_first_attempt_is_made_at_once_whatever_the_interval() {
+    let ca = TestCa::new();
+    let (p, iss) = ready_provider(&ca, "localhost", "");
+    let r = {
+        let mut cmd = gate_for(&ca, &iss);
+        cmd.args(["--interval", "10m", "--timeout", "1h"]);
+        run_with_limit(cmd, Duration::from_secs(30))
+    };
+    assert_exit(&r, 0);
+    assert_eq!(p.count(), 1);
+    assert!(r.elapsed < Duration::from_secs(10), "a delay before the first attempt: {:?}\n{}", r.elapsed, r.log());
+}
+
 #[test]
 fn unavailable_then_ready_exits_right_after_readiness() {
     let ca = TestCa::new();

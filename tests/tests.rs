@@ -18,6 +18,7 @@ mod discovery_chains;
 mod documents;
 mod exec;
 mod fuzz_seeds;
+mod headers;
 mod image;
 mod in_cluster;
 mod issuers;

@@ -1,9 +1,9 @@
 //! Every way the configuration can be wrong, each as a variant whose message names the flag or
 //! variable and says what would be right. All of them exit 2.
 
-use super::{CaFileProblem, ConnectToProblem, Source};
+use super::{CaFileProblem, ConnectToProblem, HeaderNameProblem, Source};
 use crate::settings::Id;
-use crate::token::TokenProblem;
+use crate::token::{HeaderValueProblem, TokenProblem};
 use crate::url;
 use std::fmt;
 
@@ -50,6 +50,17 @@ pub(crate) enum ConfigError {
         source: Source,
         path: String,
         problem: TokenProblem,
+    },
+    HeaderName {
+        source: Source,
+        value: String,
+        problem: HeaderNameProblem,
+    },
+    HeaderFile {
+        source: Source,
+        name: String,
+        path: String,
+        problem: HeaderValueProblem,
     },
     Conflict(Conflict),
     UnknownVariable {
@@ -158,6 +169,10 @@ impl fmt::Display for ConfigError {
             ConfigError::ConnectTo { source, value, problem } => write!(f, "{source}: '{value}' {problem}"),
             ConfigError::CaFile { source, path, problem } => write!(f, "{source}: CA file '{path}' {problem}"),
             ConfigError::TokenFile { source, path, problem } => write!(f, "{source}: token file '{path}' {problem}"),
+            ConfigError::HeaderName { source, value, problem } => write!(f, "{source}: '{value}' {problem}"),
+            ConfigError::HeaderFile { source, name, path, problem } => {
+                write!(f, "{source}: header file '{path}' (for {name}) {problem}")
+            }
             ConfigError::Conflict(conflict) => write!(f, "{conflict}"),
             ConfigError::UnknownVariable { name, suggestion } => match suggestion {
                 Some(s) => write!(f, "{name} is not a variable wait-for-idp reads; did you mean {s}?"),

@@ -1,7 +1,8 @@
 //! The files a configuration names, read when it is checked: the CA bundles, now and once, and
-//! the token file, now to catch a wrong path (the prober reads it again before every attempt).
+//! the token and header files, now to catch a wrong path or content (the prober reads them again
+//! before every attempt).
 
-use super::{ConfigError, Raw};
+use super::{ConfigError, HeaderFile, Raw};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use std::fmt;
@@ -105,6 +106,16 @@ pub(crate) fn check_token_file(raw: &Raw) -> Result<(), ConfigError> {
     crate::token::read(Path::new(&raw.value)).map(drop).map_err(|problem| ConfigError::TokenFile {
         source: raw.source,
         path: raw.value.clone(),
+        problem,
+    })
+}
+
+/// A header file whose value cannot be sent now would fail every attempt: a configuration error.
+pub(crate) fn check_header_file(raw: &Raw, header: &HeaderFile) -> Result<(), ConfigError> {
+    crate::token::read_header_value(&header.path).map(drop).map_err(|problem| ConfigError::HeaderFile {
+        source: raw.source,
+        name: header.name.clone(),
+        path: header.path.display().to_string(),
         problem,
     })
 }

@@ -4,8 +4,9 @@
 //!
 //! Three steps, each in a function of its own ([`read`]): read every value by precedence and
 //! parse it ([`inputs`]), check the settings that cannot go together, then load the files they
-//! name ([`files`], [`trust`]); the command after `--`, if any, is taken as it is. Derived settings are decided here and nowhere else: `--once` is
-//! one attempt, failing closed, without a start spread; `--jwks-url` implies `--check-jwks`.
+//! name ([`files`], [`trust`]); the command after `--`, if any, is taken as it is. Derived
+//! settings are decided here and nowhere else: `--once` is one attempt, failing closed;
+//! `--jwks-url` implies `--check-jwks`.
 //! Nothing invalid is ever replaced by a default: every problem is a [`ConfigError`] naming the
 //! flag or variable and what would be right, and the process exits 2. What is worth saying but
 //! not wrong comes back as [`Notice`]s, to be logged once logging is up.
@@ -16,6 +17,7 @@
 mod connect_to;
 mod error;
 mod files;
+mod header_files;
 mod inputs;
 mod proxy_env;
 mod read;
@@ -24,6 +26,7 @@ mod trust;
 pub(crate) use connect_to::{ConnectTo, ConnectToProblem};
 pub(crate) use error::{ConfigError, Conflict};
 pub(crate) use files::CaFileProblem;
+pub(crate) use header_files::{HeaderFile, HeaderNameProblem};
 pub(crate) use inputs::{Raw, Source};
 pub(crate) use proxy_env::{ProxyChoice, ProxySettings};
 pub(crate) use read::load;
@@ -82,6 +85,8 @@ pub(crate) struct Checks {
     pub(crate) jwks_url: Option<String>,
     /// Re-read on every attempt: projected service-account tokens rotate.
     pub(crate) token_file: Option<PathBuf>,
+    /// Extra headers, each re-read on every attempt and sent where the token goes.
+    pub(crate) header_files: Vec<HeaderFile>,
     /// oauth2-proxy skips certificate checks (`OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY`), so a
     /// certificate the gate rejects is a conclusive failure: the proxy would not wait for it.
     pub(crate) proxy_skips_verify: bool,
@@ -105,9 +110,6 @@ pub(crate) struct Timing {
     pub(crate) max_attempts: Option<u32>,
     /// Consecutive passing attempts required (at least 1).
     pub(crate) successes: u32,
-    /// The first attempt starts after a random part of this (why: `wait::first_delay`): one
-    /// interval, at most a tenth of the timeout, none under `--once`.
-    pub(crate) start_spread: Duration,
 }
 
 /// How the gate reaches the provider: the HTTP client's settings.

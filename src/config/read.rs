@@ -3,7 +3,7 @@
 use super::inputs::{Inputs, Sourced};
 use super::{
     Checks, Config, ConfigError, Conflict, ConnectTo, Loaded, Network, Notice, Output, ProxySettings, Raw, RunMode,
-    Source, Target, TerminationLog, Timing, files, trust,
+    Source, Target, TerminationLog, Timing, files, header_files, trust,
 };
 use crate::rules::authorization_server::{MetadataKind, Rules};
 use crate::settings::{self, Given, Id, Then, ThenCommand};
@@ -26,6 +26,9 @@ pub(crate) fn load(
     let trust = trust::load(&values.trust, &mut notices)?;
     if let Some(raw) = &values.token_file {
         files::check_token_file(raw)?;
+    }
+    for (raw, header) in &values.header_files {
+        files::check_header_file(raw, header)?;
     }
     let proxies = ProxySettings::from_env(env)?;
     let then = read_then(given)?;
@@ -74,6 +77,7 @@ struct Values {
     fail_closed: bool,
     connect_to: Vec<ConnectTo>,
     token_file: Option<Raw>,
+    header_files: Vec<(Raw, super::HeaderFile)>,
     check_jwks: bool,
     refuse_legacy_auth: bool,
     refuse_private_addresses: bool,
@@ -91,7 +95,7 @@ impl Values {
         let discovery_url = inputs.single(Id::DiscoveryUrl);
         let jwks_url = inputs.single(Id::JwksUrl);
         for raw in discovery_url.iter().chain(&jwks_url) {
-            check_url(raw, notices)?;
+            check_url(raw, url::check_fetched, notices)?;
         }
         let rules = Rules {
             kind: inputs.choice(Id::Metadata, &[MetadataKind::Oidc, MetadataKind::OAuth, MetadataKind::Auto])?,
@@ -105,6 +109,7 @@ impl Values {
             )));
         }
         let once = inputs.switch(Id::Once)?;
+        let token_file = inputs.single(Id::TokenFile);
         let termination_log = match inputs.single(Id::TerminationLog) {
             Some(raw) => TerminationLog { path: PathBuf::from(raw.value), create: true },
             None => TerminationLog { path: PathBuf::from(settings::TERMINATION_LOG), create: false },
@@ -117,7 +122,8 @@ impl Values {
             successes: inputs.count(Id::Successes)?,
             fail_closed: once || inputs.switch(Id::FailClosed)?,
             connect_to: read_connect_to(inputs)?,
-            token_file: inputs.single(Id::TokenFile),
+            header_files: header_files::read(inputs.list(Id::HeaderFile), token_file.is_some())?,
+            token_file,
             check_jwks: jwks_url.is_some() || inputs.switch(Id::CheckJwks)?,
             refuse_legacy_auth: inputs.switch(Id::RefuseLegacyAuth)?,
             refuse_private_addresses: inputs.switch(Id::RefusePrivateAddresses)?,
@@ -179,6 +185,7 @@ impl Values {
                 check_jwks: self.check_jwks,
                 jwks_url: self.jwks_url.map(|raw| raw.value),
                 token_file: self.token_file.map(|raw| PathBuf::from(raw.value)),
+                header_files: self.header_files.into_iter().map(|(_, header)| header).collect(),
                 proxy_skips_verify: self.trust.skip_verify,
                 refuse_legacy_auth: self.refuse_legacy_auth,
                 one_issuer: matches!(targets.as_slice(), [Target::Issuer { .. }]),
@@ -190,7 +197,6 @@ impl Values {
                 attempt_timeout: self.attempt_timeout,
                 max_attempts: if once { Some(1) } else { self.max_attempts.0 },
                 successes: self.successes.0.unwrap_or(1),
-                start_spread: if once { Duration::ZERO } else { self.interval.min(self.timeout / 10) },
             },
             network: Network { trust, proxies, connect_to: self.connect_to },
             targets,
@@ -259,7 +265,7 @@ fn read_urls(mut urls: Vec<Raw>, notices: &mut Vec<Notice>) -> Result<Vec<Raw>, 
         first
     });
     for raw in &urls {
-        check_url(raw, notices)?;
+        check_url(raw, url::check_issuer, notices)?;
     }
     Ok(urls)
 }
@@ -295,14 +301,19 @@ fn read_connect_to(inputs: &Inputs<'_>) -> Result<Vec<ConnectTo>, ConfigError> {
         .collect()
 }
 
-/// Checks an issuer or discovery URL; plain http is allowed with a warning.
-fn check_url(raw: &Raw, notices: &mut Vec<Notice>) -> Result<(), ConfigError> {
+/// Checks a URL the user gave by `check` (an issuer or resource has no query; a discovery or JWKS
+/// URL may have one); plain http is allowed with a warning.
+fn check_url(
+    raw: &Raw,
+    check: fn(&str) -> Result<url::Parts<'_>, url::Problem>,
+    notices: &mut Vec<Notice>,
+) -> Result<(), ConfigError> {
     let invalid = |problem| ConfigError::InvalidUrl { source: raw.source, value: raw.value.clone(), problem };
     // Before any other complaint: a template's white space or braces are not the problem.
     if raw.value.contains("{{") {
         return Err(invalid(url::Problem::Template));
     }
-    let parts = url::check_configured(&raw.value).map_err(invalid)?;
+    let parts = url::check_configured(&raw.value, check).map_err(invalid)?;
     if parts.scheme == "http" {
         notices.push(Notice::Warning(format!(
             "{}: {} uses plain http: the metadata is not protected by TLS (acceptable only inside the cluster)",

@@ -28,6 +28,8 @@ pub(crate) enum FailureClass {
     Resource,
     Jwks,
     Token,
+    /// A `--header-file` that cannot be sent (unreadable, empty, or spoilt by a rotation).
+    HeaderFile,
     /// A name resolved to an address SSRF-guarded clients refuse (`--refuse-private-addresses`).
     PrivateAddress,
 }
@@ -47,6 +49,7 @@ impl FailureClass {
             FailureClass::Resource => "resource",
             FailureClass::Jwks => "jwks",
             FailureClass::Token => "token",
+            FailureClass::HeaderFile => "header-file",
             FailureClass::PrivateAddress => "private-address",
         }
     }

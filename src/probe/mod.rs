@@ -144,6 +144,7 @@ impl Prober {
                     .map_err(|why| Failure::new(FailureClass::Token, format!("token file {} {why}", path.display())))?,
             ),
         };
+        let headers = self.read_headers()?;
         let user_urls = match &*self.target {
             Target::Issuer { issuer, discovery_url } => vec![issuer.as_str(), discovery_url.as_deref().unwrap_or("")],
             Target::Resource { resource } => vec![resource.as_str()],
@@ -154,6 +155,7 @@ impl Prober {
             transport: url::Transport::for_user_urls(user_urls),
             track,
             token,
+            headers,
             token_origins: Vec::new(),
             mcp: matches!(&*self.target, Target::Resource { .. }) || self.checks.rules.kind == MetadataKind::Auto,
             deadline: Instant::now() + budget,
@@ -178,9 +180,22 @@ impl Prober {
     }
 }
 
-/// The origins the bearer token may go to when waiting for `issuer`: where its metadata is
-/// fetched (the `--discovery-url` if given, else the issuer's own well-known URLs) and the
-/// `--jwks-url`, which the user named. Never a `jwks_uri` the document names elsewhere, never a
+impl Prober {
+    /// Every `--header-file`'s name and value, read now: mounted secrets rotate.
+    fn read_headers(&self) -> Result<Vec<(String, String)>, Failure> {
+        let read = |h: &crate::config::HeaderFile| {
+            token::read_header_value(&h.path).map(|value| (h.name.clone(), value)).map_err(|why| {
+                let detail = format!("header file {} (for {}) {why}", h.path.display(), h.name);
+                Failure::new(FailureClass::HeaderFile, detail)
+            })
+        };
+        self.checks.header_files.iter().map(read).collect()
+    }
+}
+
+/// The origins the bearer token and every `--header-file` may go to when waiting for `issuer`:
+/// where its metadata is fetched (the `--discovery-url` if given, else the issuer's own
+/// well-known URLs) and the `--jwks-url`, which the user named. Never a `jwks_uri` the document names elsewhere, never a
 /// server a resource lists, never a redirect's target: a token for the API server must not
 /// reach whoever else a document points at.
 fn token_origins(checks: &Checks, issuer: &str, discovery_url: Option<&str>) -> Vec<String> {
@@ -204,6 +219,8 @@ struct Attempt<'a> {
     transport: url::Transport,
     track: &'a Track,
     token: Option<String>,
+    /// The `--header-file` headers, names and values; they go where the token goes.
+    headers: Vec<(String, String)>,
     token_origins: Vec<String>,
     /// Discovery as MCP clients do it (`auto`, `--resource`): their header on metadata requests.
     mcp: bool,
@@ -229,16 +246,16 @@ pub(crate) enum Answer {
 }
 
 impl Attempt<'_> {
-    fn headers_for(&self, link: Link, to: &str) -> Vec<(&'static str, String)> {
+    fn headers_for(&self, link: Link, to: &str) -> Vec<(&str, String)> {
         let mut headers = Vec::new();
         if self.mcp && link != Link::Jwks {
             headers.push(("mcp-protocol-version", MCP_PROTOCOL_VERSION.to_string()));
         }
-        match &self.token {
-            Some(t) if carries_token(&self.token_origins, to) => {
+        if carries_token(&self.token_origins, to) {
+            if let Some(t) = &self.token {
                 headers.push(("authorization", format!("Bearer {t}")));
             }
-            _ => {}
+            headers.extend(self.headers.iter().map(|(name, value)| (name.as_str(), value.clone())));
         }
         headers
     }
@@ -323,13 +340,17 @@ impl Attempt<'_> {
         failure
     }
 
-    /// The token taken out of a body a server sent back, before any excerpt is cut from it: an
-    /// error page's always, a 200's only for a token long enough (16 bytes; every real bearer
-    /// token is) not to be part of a valid document by chance. Every output is scrubbed again
-    /// ([`token::scrub`]), which covers the headers and whole values.
+    /// The token and the header files' values taken out of a body a server sent back, before any
+    /// excerpt is cut from it: an error page's always, a 200's only for a secret long enough (16
+    /// bytes; every real bearer token is) not to be part of a valid document by chance. Every
+    /// output is scrubbed again ([`token::scrub`]), which covers the headers and whole values.
     fn hide_token(&self, mut fetched: Fetched) -> Fetched {
-        if let Some(t) = self.token.as_deref().filter(|t| fetched.status != 200 || t.len() >= 16) {
-            token::hide_in_body(&mut fetched.body, t);
+        let token = self.token.iter().map(|t| (t.as_str(), token::TOKEN_REDACTED));
+        let values = self.headers.iter().map(|(_, v)| (v.as_str(), token::HEADER_REDACTED));
+        for (secret, replacement) in token.chain(values) {
+            if fetched.status != 200 || secret.len() >= 16 {
+                token::hide_in_body(&mut fetched.body, secret, replacement);
+            }
         }
         fetched
     }
@@ -346,6 +367,7 @@ mod tests {
             check_jwks: jwks_url.is_some(),
             jwks_url: jwks_url.map(str::to_string),
             token_file: None,
+            header_files: Vec::new(),
             proxy_skips_verify: false,
             refuse_legacy_auth: false,
             one_issuer: true,

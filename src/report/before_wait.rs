@@ -97,6 +97,10 @@ fn settings_summary(config: &Config, mode: RunMode, notices: &[Notice]) -> Strin
         if r.strict { ", strict" } else { "" },
         if r.skip_issuer_check { ", issuer check skipped" } else { "" }
     );
+    for h in &config.checks.header_files {
+        let _ =
+            writeln!(out, "header          {} from {} (to the discovery URL's origin only)", h.name, h.path.display());
+    }
     if config.checks.refuse_private_addresses {
         out.push_str(
             "addresses       loopback, private, link-local and CGNAT ones refused, as SSRF-guarded clients do\n",
@@ -229,6 +233,9 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
         Id::ConnectTo => list(config.network.connect_to.iter().map(ToString::to_string).collect(), "none"),
         Id::TokenFile => checks.token_file.as_ref().map_or("none".to_string(), |p| p.display().to_string()),
         Id::RefusePrivateAddresses => on(checks.refuse_private_addresses),
+        Id::HeaderFile => {
+            list(checks.header_files.iter().map(|h| format!("{}={}", h.name, h.path.display())).collect(), "none")
+        }
         Id::Output => match config.output {
             Output::Text => "text",
             Output::Json => "json",

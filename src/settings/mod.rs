@@ -38,6 +38,7 @@ pub(crate) enum Id {
     ConnectTo,
     TokenFile,
     RefusePrivateAddresses,
+    HeaderFile,
     Output,
     TerminationLog,
     Quiet,
@@ -78,6 +79,8 @@ pub(crate) enum Parser {
     Choice(&'static [&'static str]),
     /// `HOST:PORT:CONNECT_HOST:CONNECT_PORT`, as curl's `--connect-to`.
     ConnectTo,
+    /// `NAME=PATH`: an HTTP header's name and the file holding its value.
+    HeaderFile,
 }
 
 /// Where a flag is listed in `--help`.

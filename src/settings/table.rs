@@ -59,7 +59,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         parser: Parser::Url,
         group: Target,
         brief: "Fetch the metadata here instead",
-        help: "Fetch the metadata from this URL instead of the derived one (e.g. an in-cluster service), still expecting --issuer in the document",
+        help: "Fetch the metadata from this URL instead of the derived one (e.g. an in-cluster service; a query such as Azure AD B2C's ?p= is kept), still expecting --issuer in the document",
         ..SWITCH
     },
     Setting {
@@ -147,7 +147,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         parser: Parser::Duration { min: Duration::ZERO },
         group: Timing,
         brief: "Longest pause between attempts",
-        help: "Longest pause between attempts; each pause is 80-100% of it, at random. Refused connections are retried after about 0.1s",
+        help: "Longest pause between attempts; each pause is 80-100% of it, at random (the first, 0-100%, to spread a herd). Refused connections are retried after about 0.1s",
         ..SWITCH
     },
     Setting {
@@ -252,6 +252,19 @@ pub(crate) const SETTINGS: &[Setting] = &[
         group: Network,
         brief: "Fail on private addresses, as SSRF guards do",
         help: "Fail, as SSRF-guarded clients (ToolHive) do, when a name the gate fetches from resolves to a loopback, private, link-local or CGNAT address",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::HeaderFile,
+        flag: "header-file",
+        env: Some("WAIT_FOR_IDP_HEADER_FILE"),
+        unset: "none",
+        value_name: "NAME=PATH",
+        arity: Many,
+        parser: Parser::HeaderFile,
+        group: Network,
+        brief: "Send header NAME with its content; repeatable",
+        help: "Send the header NAME with this file's content (re-read every attempt) where --token-file goes, the discovery URL's origin only, e.g. Cloudflare Access's CF-Access-Client-Id and CF-Access-Client-Secret. Repeatable (env: comma-separated)",
         ..SWITCH
     },
     Setting {
