@@ -375,8 +375,8 @@ def measure_deadline(args, certs, rows):
                          f"overrun median {median(overruns) * 1000:.0f} ms, max {max(overruns) * 1000:.0f} ms; "
                          f"last failure reported {reported}/10", "max overrun ≤ 100 ms; reported 10/10",
                          max(overruns) <= 0.1 and reported == 10))
-    # --attempt-timeout is kept by the waiter, not the socket. --once: no start spread before
-    # the attempt, so the log line's time is the attempt's end. -v: the attempt that ends the
+    # --attempt-timeout is kept by the waiter, not the socket. The first attempt is made at once,
+    # so the log line's time is the attempt's end. -v: the attempt that ends the
     # wait logs its own line at debug level (the final line says its failure).
     with hanging_provider(certs, "silent") as port:
         lateness = []

@@ -4,7 +4,7 @@
 //! `--metadata auto` and along a `--resource` chain an unfollowed redirect is passed over to the
 //! next URL, as MCP clients do. The fault matrix (`network_faults.rs`) holds the rows for a
 //! redirect loop, more than 5 redirects and the refused ones; reference resolution is also a
-//! property test against the `url` crate (`properties.rs`) and unit tests in `src/url.rs`.
+//! property test against the `url` crate (`properties.rs`) and unit tests in `src/url/reference.rs`.
 
 use crate::support::*;
 use std::sync::Arc;
