@@ -30,9 +30,34 @@ pub(crate) fn load(
     for (raw, header) in &values.header_files {
         files::check_header_file(raw, header)?;
     }
+    notices.extend(unsent_credentials(&values));
     let proxies = ProxySettings::from_env(env)?;
     let then = read_then(given)?;
     Ok(values.into_loaded(trust, proxies, notices, then))
+}
+
+/// A token or header file goes only where an `--issuer`'s metadata is fetched (and to
+/// `--jwks-url`): along a `--resource` chain it is never sent, so with no issuer it is read for
+/// nothing. Said, since whoever set it expects it to be used.
+fn unsent_credentials(values: &Values) -> Option<Notice> {
+    if !values.issuers.is_empty() || values.jwks_url.is_some() {
+        return None;
+    }
+    let sources: Vec<String> = values
+        .token_file
+        .iter()
+        .map(|raw| raw.source.to_string())
+        .chain(values.header_files.first().map(|(raw, _)| raw.source.to_string()))
+        .collect();
+    (!sources.is_empty()).then(|| {
+        Notice::Warning(format!(
+            "{} will not be sent: credentials go only to an issuer's own origin, never along a {} chain, and no {} is \
+             given",
+            sources.join(" and "),
+            Id::Resource.flag(),
+            Id::Issuer.flag()
+        ))
+    })
 }
 
 /// The command after `--`, if any; `--` alone, or an empty word for the program, is a usage

@@ -349,3 +349,15 @@ fn the_log_level_is_the_word_raised_by_each_v() {
     assert!(err(&["--issuer", "https://h", "--log-level", "loud"], &[]).contains("error or warn or info"));
     assert!(load(&["--issuer", "https://h", "--log-format", "json"], &[]).unwrap().mode.log_json);
 }
+
+#[test]
+fn credentials_with_only_resources_are_said_to_go_nowhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "abcdefghijklmnop").unwrap();
+    let token = token.to_str().unwrap();
+    let w = warnings(&["--resource", "https://mcp.example/mcp", "--token-file", token], &[]);
+    assert!(w.iter().any(|w| w.starts_with("--token-file will not be sent")), "{w:?}");
+    let w = warnings(&["--issuer", "https://idp.example", "--token-file", token], &[]);
+    assert!(!w.iter().any(|w| w.contains("will not be sent")), "{w:?}");
+}
