@@ -176,6 +176,11 @@ fn push_image(storage: &Storage, engine: &str, args: &[&str]) -> (i32, String, S
     )
 }
 
+/// What `--version` says of a binary built from this tree: the version and the commit.
+fn version_line() -> String {
+    format!("wait-for-idp {} (commit {})", crate_version(), head_commit())
+}
+
 fn head_commit() -> String {
     let out = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(root()).output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
@@ -282,13 +287,13 @@ fn registry_push_image_then_pull_and_run() {
     let built = root().join("target/aarch64-unknown-linux-musl/release/wait-for-idp");
     assert!(std::fs::read(&arm_bin).unwrap() == std::fs::read(&built).unwrap(), "the arm64 image's binary differs");
     let out = Command::new("qemu-aarch64-static").arg(&arm_bin).arg("--version").output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("wait-for-idp {}", crate_version()));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), version_line());
 
     pull("amd64");
     assert_labels(&inspect(&puller, &reference), "amd64");
     let r = run_pulled(&puller, &reference, &[], &["--version"]);
     assert_exit(&r, 0);
-    assert_eq!(r.stdout.trim(), format!("wait-for-idp {}", crate_version()));
+    assert_eq!(r.stdout.trim(), version_line());
     let r = run_pulled(&puller, &reference, &[], &["--help"]);
     assert_exit(&r, 0);
     assert!(r.stdout.contains("--issuer") && r.stdout.contains("--fail-closed"), "{}", r.stdout);
