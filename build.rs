@@ -7,9 +7,12 @@
 
 use std::process::Command;
 
+/// The build's own variable (not a setting of the gate's: the settings table has those).
+const COMMIT_VARIABLE: &str = "WAIT_FOR_IDP_COMMIT";
+
 fn main() {
-    println!("cargo:rerun-if-env-changed=WAIT_FOR_IDP_COMMIT");
-    let from_env = std::env::var("WAIT_FOR_IDP_COMMIT").ok().filter(|c| is_commit(c));
+    println!("cargo:rerun-if-env-changed={COMMIT_VARIABLE}");
+    let from_env = std::env::var(COMMIT_VARIABLE).ok().filter(|c| is_commit(c));
     let commit = from_env.or_else(git_head).unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=BUILD_COMMIT={commit}");
 }
