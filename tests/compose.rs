@@ -87,13 +87,7 @@ fn app_image() -> String {
     IMAGE
         .get_or_init(|| {
             let context = tempfile::tempdir().unwrap();
-            let busybox = Path::new("/bin/busybox");
-            let static_busybox = Command::new("file").arg(busybox).output().map(|o| o.stdout).unwrap_or_default();
-            assert!(
-                String::from_utf8_lossy(&static_busybox).contains("statically linked"),
-                "the application image needs Debian's busybox-static, which the test command installs"
-            );
-            std::fs::copy(busybox, context.path().join("busybox")).unwrap();
+            copy_static_busybox(context.path());
             std::fs::write(
                 context.path().join("Containerfile"),
                 "FROM scratch\nCOPY busybox /bin/busybox\n\

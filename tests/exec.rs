@@ -380,13 +380,7 @@ fn entrypoint_in_an_image_hands_pid_1_and_its_signals_to_the_command() {
 fn exec_image() -> String {
     let gate = crate::image::image("amd64");
     let context = tempfile::tempdir().unwrap();
-    let busybox = Path::new("/bin/busybox");
-    let described = Command::new("file").arg("-L").arg(busybox).output().map(|o| o.stdout).unwrap_or_default();
-    assert!(
-        String::from_utf8_lossy(&described).contains("statically linked"),
-        "the application image needs Debian's busybox-static, which the test command installs"
-    );
-    std::fs::copy(busybox, context.path().join("busybox")).unwrap();
+    copy_static_busybox(context.path());
     std::fs::write(
         context.path().join("app.sh"),
         "echo \"app: running as PID $$\"\n\

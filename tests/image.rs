@@ -108,18 +108,8 @@ fn static_binary_runs_alone_in_a_scratch_like_root() {
     assert!(r.stdout.contains(&format!("issuer                  {iss}")), "{}", r.stdout);
 
     let files: Vec<String> =
-        walk(&root).into_iter().map(|p| p.strip_prefix(&root).unwrap().display().to_string()).collect();
+        files_under(&root).into_iter().map(|p| p.strip_prefix(&root).unwrap().display().to_string()).collect();
     assert_eq!(files, ["ca/ca.pem", "etc/hosts", "etc/resolv.conf", "wait-for-idp"]);
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
-    }
-    out.sort();
-    out
 }
 
 fn require(tool: &str) {
@@ -273,7 +263,15 @@ fn images_for_both_architectures_and_a_manifest_list() {
     }
     let out = buildah().args(["manifest", "inspect", list]).output().unwrap();
     let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut arches: Vec<String> = manifest["manifests"]
+    let arches = platforms(&manifest);
+    assert_eq!(arches, ["linux/amd64", "linux/arm64"]);
+    let arm = podman().args(["image", "inspect", "--format", "{{.Architecture}}", &image("arm64")]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&arm.stdout).trim(), "arm64");
+}
+
+/// The `os/architecture` of each entry of an image index (a manifest list), sorted.
+pub(crate) fn platforms(index: &serde_json::Value) -> Vec<String> {
+    let mut platforms: Vec<String> = index["manifests"]
         .as_array()
         .unwrap()
         .iter()
@@ -281,8 +279,6 @@ fn images_for_both_architectures_and_a_manifest_list() {
             format!("{}/{}", m["platform"]["os"].as_str().unwrap(), m["platform"]["architecture"].as_str().unwrap())
         })
         .collect();
-    arches.sort();
-    assert_eq!(arches, ["linux/amd64", "linux/arm64"]);
-    let arm = podman().args(["image", "inspect", "--format", "{{.Architecture}}", &image("arm64")]).output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&arm.stdout).trim(), "arm64");
+    platforms.sort();
+    platforms
 }

@@ -12,17 +12,13 @@ use crate::image::readable_by_anyone;
 use crate::support::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// 2023-11-14T22:13:20Z: any fixed time, not the commit's, so the test sees the variable used.
 const EPOCH: &str = "1700000000";
 const EPOCH_RFC3339: &str = "2023-11-14T22:13:20Z";
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A distribution registry on 127.0.0.1, storing into a temporary directory; killed on drop.
 struct Registry {
@@ -154,7 +150,7 @@ impl Storage {
 /// test environment does not change the build scripts' fingerprints and rebuild ring), plus the
 /// engine's settings and SOURCE_DATE_EPOCH. Returns the exit code, stdout and stderr.
 fn push_image(storage: &Storage, engine: &str, args: &[&str]) -> (i32, String, String) {
-    let mut cmd = Command::new(root().join("deploy/push-image"));
+    let mut cmd = Command::new(repo_root().join("deploy/push-image"));
     cmd.args(args).current_dir(std::env::temp_dir()).env_clear();
     for (key, value) in std::env::vars_os() {
         let key_str = key.to_string_lossy();
@@ -182,14 +178,8 @@ fn version_line() -> String {
 }
 
 fn head_commit() -> String {
-    let out = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(root()).output().unwrap();
+    let out = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(repo_root()).output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn crate_version() -> String {
-    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
-    let line = cargo.lines().find(|l| l.starts_with("version = ")).unwrap();
-    line.trim_start_matches("version = ").trim_matches('"').to_string()
 }
 
 /// Pushes with `engine` to `reference`; returns the digest, checked against the last line of
@@ -213,15 +203,7 @@ fn push(registry: &Registry, engine: &str, reference: &str) -> String {
     assert_eq!(reply.header("content-type"), Some(index), "an OCI image index");
     assert_eq!(reply.header("docker-content-digest"), Some(digest.as_str()));
     let list: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
-    let mut platforms: Vec<String> = list["manifests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            format!("{}/{}", m["platform"]["os"].as_str().unwrap(), m["platform"]["architecture"].as_str().unwrap())
-        })
-        .collect();
-    platforms.sort();
+    let platforms = crate::image::platforms(&list);
     assert_eq!(platforms, ["linux/amd64", "linux/arm64"]);
     digest
 }
@@ -284,7 +266,7 @@ fn registry_push_image_then_pull_and_run() {
     assert!(copied.status.success(), "{}", String::from_utf8_lossy(&copied.stderr));
     let _ = puller.podman().args(["rm", &id]).output();
     // The arm64 entry holds the arm64 binary, byte for byte the one .ci/build-static made.
-    let built = root().join("target/aarch64-unknown-linux-musl/release/wait-for-idp");
+    let built = repo_root().join("target/aarch64-unknown-linux-musl/release/wait-for-idp");
     assert!(std::fs::read(&arm_bin).unwrap() == std::fs::read(&built).unwrap(), "the arm64 image's binary differs");
     let out = Command::new("qemu-aarch64-static").arg(&arm_bin).arg("--version").output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), version_line());

@@ -3,12 +3,8 @@
 //! `deploy/push-image` refuses a missing or placeholder reference before it builds anything; the
 //! LICENSE is the Apache License 2.0, word for word. Nothing here needs more than bash.
 
-use std::path::{Path, PathBuf};
+use crate::support::{crate_version, files_under, repo_root};
 use std::process::Command;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The one placeholder for a registry. Upper case on purpose: no image reference may contain it,
 /// so the kubelet reports InvalidImageName at once ("repository name must be lowercase") instead
@@ -91,35 +87,19 @@ fn not_a_placeholder(reference: &str, version: &str) -> Option<String> {
     None
 }
 
-fn crate_version() -> String {
-    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
-    let line = cargo.lines().find(|l| l.starts_with("version = ")).unwrap();
-    line.trim_start_matches("version = ").trim_matches('"').to_string()
-}
-
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() { out.extend(files_under(&path)) } else { out.push(path) }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn the_deploy_kit_and_the_readme_name_only_the_placeholder_or_a_peer() {
     let version = crate_version();
     let mut sources: Vec<(String, Vec<String>)> = Vec::new();
-    for path in files_under(&root().join("deploy")) {
+    for path in files_under(&repo_root().join("deploy")) {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         if matches!(ext, "yaml" | "yml") {
             let text = std::fs::read_to_string(&path).unwrap();
-            let name = path.strip_prefix(root()).unwrap().display().to_string();
+            let name = path.strip_prefix(repo_root()).unwrap().display().to_string();
             sources.push((name, image_references(&text, false)));
         }
     }
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
     sources.push(("README.md".into(), image_references(&readme, true)));
 
     let mut problems = Vec::new();
@@ -155,7 +135,7 @@ fn the_image_scan_finds_what_it_must_refuse() {
 
 fn push_image(args: &[&str]) -> (i32, String) {
     let out = Command::new("bash")
-        .arg(root().join("deploy/push-image"))
+        .arg(repo_root().join("deploy/push-image"))
         .args(args)
         .env("CONTAINER_ENGINE", "none-should-be-reached")
         .output()
@@ -186,15 +166,15 @@ fn push_image_refuses_a_missing_or_placeholder_reference_before_building() {
 
 #[test]
 fn the_license_is_the_apache_license_2_0_word_for_word() {
-    let text = std::fs::read(root().join("LICENSE")).unwrap();
+    let text = std::fs::read(repo_root().join("LICENSE")).unwrap();
     let digest = ring::digest::digest(&ring::digest::SHA256, &text);
     let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
     // The sha256 of https://www.apache.org/licenses/LICENSE-2.0.txt (and of Debian's
     // /usr/share/common-licenses/Apache-2.0).
     assert_eq!(hex, "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30");
-    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let cargo = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap();
     assert!(cargo.contains("license = \"Apache-2.0\""));
-    let dockerfile = std::fs::read_to_string(root().join("Dockerfile")).unwrap();
+    let dockerfile = std::fs::read_to_string(repo_root().join("Dockerfile")).unwrap();
     assert!(dockerfile.contains("org.opencontainers.image.licenses=\"Apache-2.0\""));
 }
 
@@ -203,7 +183,7 @@ fn the_license_is_the_apache_license_2_0_word_for_word() {
 /// amd64 binary; buildah and podman do not, so the registry test cannot see it. Hence a rule.
 #[test]
 fn the_dockerfile_takes_targetarch_from_the_platform_without_a_default() {
-    let dockerfile = std::fs::read_to_string(root().join("Dockerfile")).unwrap();
+    let dockerfile = std::fs::read_to_string(repo_root().join("Dockerfile")).unwrap();
     let declared: Vec<&str> = dockerfile.lines().map(str::trim).filter(|l| l.starts_with("ARG TARGETARCH")).collect();
     assert!(!declared.is_empty(), "the Dockerfile declares no TARGETARCH");
     assert!(declared.iter().all(|l| *l == "ARG TARGETARCH"), "{declared:?}");

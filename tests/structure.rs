@@ -6,39 +6,25 @@
 //! link resolves. Function length and unused dependencies are clippy's and rustc's (Cargo.toml
 //! `[lints]`, src/lib.rs).
 
-use crate::support::{bin, gate};
+use crate::support::{bin, files_under, gate, repo_root};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// Every `.rs` file under `dir`, recursively.
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(rust_files(&path));
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-    out.sort();
-    out
+    files_under(dir).into_iter().filter(|p| p.extension().is_some_and(|e| e == "rs")).collect()
 }
 
 /// The top-level module a file in `src/` belongs to: `src/config/inputs.rs` → `config`.
 fn module_of(path: &Path) -> String {
-    let rel = path.strip_prefix(root().join("src")).unwrap();
+    let rel = path.strip_prefix(repo_root().join("src")).unwrap();
     let first = rel.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
     first.trim_end_matches(".rs").to_string()
 }
 
 /// The layers as `src/lib.rs` states them: lines `//! N. a, b — what`.
 fn layers() -> BTreeMap<String, usize> {
-    let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap();
+    let lib = std::fs::read_to_string(repo_root().join("src/lib.rs")).unwrap();
     let mut layers = BTreeMap::new();
     for line in lib.lines().filter_map(|l| l.strip_prefix("//! ")) {
         let Some((number, rest)) = line.split_once(". ") else { continue };
@@ -82,7 +68,7 @@ fn crate_references(text: &str) -> BTreeSet<String> {
 fn imports_follow_the_stated_layers_and_form_no_cycle() {
     let layers = layers();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for file in rust_files(&root().join("src")) {
+    for file in rust_files(&repo_root().join("src")) {
         let module = module_of(&file);
         if module == "lib" || module == "main" {
             continue;
@@ -145,7 +131,7 @@ fn non_test_code(file: &Path) -> String {
 /// Long files are where jobs pile up: split one by job before it passes this.
 #[test]
 fn no_source_file_has_over_450_lines_of_non_test_code() {
-    let long: Vec<String> = rust_files(&root().join("src"))
+    let long: Vec<String> = rust_files(&repo_root().join("src"))
         .iter()
         .map(|f| (f, non_test_code(f).lines().count()))
         .filter(|(_, n)| *n > 450)
@@ -159,7 +145,7 @@ fn no_source_file_has_over_450_lines_of_non_test_code() {
 #[test]
 fn each_variable_name_is_spelled_once_in_the_source() {
     let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for file in rust_files(&root().join("src")) {
+    for file in rust_files(&repo_root().join("src")) {
         let code = non_test_code(&file);
         let mut rest = code.as_str();
         while let Some(i) = rest.find("WAIT_FOR_IDP_") {
@@ -180,7 +166,7 @@ fn each_variable_name_is_spelled_once_in_the_source() {
 
 /// Names under `[section]` in Cargo.toml, as Rust spells them.
 fn dependencies(section: &str) -> Vec<String> {
-    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap();
     let mut names = Vec::new();
     let mut inside = false;
     for line in manifest.lines() {
@@ -213,7 +199,7 @@ fn uses(text: &str, name: &str) -> bool {
 #[test]
 fn every_dev_dependency_is_used() {
     let all = |dir: &str| -> String {
-        rust_files(&root().join(dir)).iter().map(|f| std::fs::read_to_string(f).unwrap()).collect()
+        rust_files(&repo_root().join(dir)).iter().map(|f| std::fs::read_to_string(f).unwrap()).collect()
     };
     let code = [all("src"), all("tests"), all("examples")];
     for name in dependencies("[dev-dependencies]") {
@@ -226,7 +212,7 @@ fn the_readme_flag_table_lists_every_flag_and_variable() {
     let mut cmd = gate();
     cmd.arg("--help");
     let help = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
     let table: String = readme.lines().filter(|l| l.starts_with("| `-")).collect::<Vec<_>>().join("\n");
     let words = |text: &str, prefix: &str| -> BTreeSet<String> {
         text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_'))
@@ -243,7 +229,7 @@ fn the_readme_flag_table_lists_every_flag_and_variable() {
 #[test]
 fn no_two_modules_share_a_name() {
     let mut seen: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    for file in rust_files(&root().join("src")) {
+    for file in rust_files(&repo_root().join("src")) {
         let stem = if file.ends_with("mod.rs") { file.parent().unwrap().file_name() } else { file.file_stem() };
         let stem = stem.unwrap().to_string_lossy().into_owned();
         if stem != "tests" && stem != "src" {
@@ -258,19 +244,19 @@ fn no_two_modules_share_a_name() {
 /// The README is for users: at most 15 KiB; depth goes to docs/ (issue 19).
 #[test]
 fn the_readme_stays_within_15_kib() {
-    let size = std::fs::metadata(root().join("README.md")).unwrap().len();
+    let size = std::fs::metadata(repo_root().join("README.md")).unwrap().len();
     assert!(size <= 15_360, "README.md is {size} bytes, over 15,360: move depth to docs/ and link to it");
 }
 
 /// The README, CONTRIBUTING.md and every `docs/*.md`.
 fn markdown_files() -> Vec<PathBuf> {
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo_root().join("docs"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
         .collect();
     docs.sort();
-    [root().join("README.md"), root().join("CONTRIBUTING.md")].into_iter().chain(docs).collect()
+    [repo_root().join("README.md"), repo_root().join("CONTRIBUTING.md")].into_iter().chain(docs).collect()
 }
 
 /// The lines of a Markdown text outside fenced code blocks.
@@ -347,7 +333,7 @@ fn every_relative_link_in_the_markdown_resolves() {
     let mut broken = Vec::new();
     for file in markdown_files() {
         let text = std::fs::read_to_string(&file).unwrap();
-        let name = file.strip_prefix(root()).unwrap().display().to_string();
+        let name = file.strip_prefix(repo_root()).unwrap().display().to_string();
         for target in link_targets(&text) {
             if target.contains("://") || target.starts_with("mailto:") {
                 continue;

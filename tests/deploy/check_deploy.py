@@ -66,6 +66,19 @@ def rendered(args):
     yield "helm oauth2-proxy values (rendered)", list(yaml.safe_load_all(out.stdout))
 
 
+def validate_schema(where, docs, versions):
+    """`kubernetes-validate --strict` on `docs` for each Kubernetes version, a check each."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump_all(docs, f)
+        tmp = f.name
+    for version in versions:
+        out = subprocess.run(["kubernetes-validate", "--strict", "--quiet", "-k", version, tmp],
+                             capture_output=True, text=True)
+        check(f"{where}: kubernetes-validate --strict -k {version}", out.returncode == 0,
+              (out.stdout + out.stderr).strip())
+    os.unlink(tmp)
+
+
 def pod_spec(doc):
     kind = doc.get("kind")
     if kind in ("Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet"):
@@ -302,15 +315,7 @@ def kubectl_run_recipe_check(args):
     except (ValueError, KeyError, AssertionError) as e:
         check(f"{where}: found and parsed", False, repr(e))
         return
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        yaml.safe_dump(pod, f)
-        tmp = f.name
-    for version in args.versions:
-        out = subprocess.run(["kubernetes-validate", "--strict", "--quiet", "-k", version, tmp],
-                             capture_output=True, text=True)
-        check(f"{where}: kubernetes-validate --strict -k {version}", out.returncode == 0,
-              (out.stdout + out.stderr).strip())
-    os.unlink(tmp)
+    validate_schema(where, [pod], args.versions)
     gates = [c for c in pod["spec"].get("containers") or [] if "wait-for-idp" in (c.get("image") or "")]
     recipe_args = argv[argv.index("--") + 1:] if "--" in argv else []
     check(f"{where}: the overrides keep the gate's image and arguments",
@@ -338,15 +343,7 @@ def main():
     gates = 0
     for source, docs in rendered(args):
         docs = [d for d in docs if d]
-        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-            yaml.safe_dump_all(docs, f)
-            tmp = f.name
-        for version in args.versions:
-            out = subprocess.run(["kubernetes-validate", "--strict", "--quiet", "-k", version, tmp],
-                                 capture_output=True, text=True)
-            check(f"{source}: kubernetes-validate --strict -k {version}", out.returncode == 0,
-                  (out.stdout + out.stderr).strip())
-        os.unlink(tmp)
+        validate_schema(source, docs, args.versions)
         configmaps = {d["metadata"]["name"]: d.get("data") or {} for d in docs if d.get("kind") == "ConfigMap"}
         for doc in docs:
             pod = pod_spec(doc)

@@ -49,5 +49,40 @@ pub fn always_503(ca: &TestCa) -> Provider {
 
 /// Path of a fixture in tests/fixtures.
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    repo_root().join("tests/fixtures").join(name)
+}
+
+/// The repository's root (where Cargo.toml is).
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The crate's version, as Cargo.toml states it.
+pub fn crate_version() -> String {
+    let cargo = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap();
+    let line = cargo.lines().find(|l| l.starts_with("version = ")).unwrap();
+    line.trim_start_matches("version = ").trim_matches('"').to_string()
+}
+
+/// Every file under `dir`, recursively, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { out.extend(files_under(&path)) } else { out.push(path) }
+    }
+    out.sort();
+    out
+}
+
+/// Copies Debian's static busybox into an image's build context as `busybox`: the "application"
+/// of the image tests, which needs no other file in a `scratch` image.
+pub fn copy_static_busybox(context: &Path) {
+    let busybox = Path::new("/bin/busybox");
+    let described = std::process::Command::new("file").arg("-L").arg(busybox).output().map(|o| o.stdout);
+    assert!(
+        String::from_utf8_lossy(&described.unwrap_or_default()).contains("statically linked"),
+        "the application image needs Debian's busybox-static, which the test command installs"
+    );
+    std::fs::copy(busybox, context.join("busybox")).unwrap();
 }
