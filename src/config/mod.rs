@@ -20,6 +20,7 @@ mod files;
 mod header_files;
 mod inputs;
 mod proxy_env;
+mod proxy_url;
 mod read;
 mod trust;
 
@@ -28,7 +29,7 @@ pub(crate) use error::{ConfigError, Conflict};
 pub(crate) use files::CaFileProblem;
 pub(crate) use header_files::{HeaderFile, HeaderNameProblem};
 pub(crate) use inputs::{Raw, Source};
-pub(crate) use proxy_env::{ProxyChoice, ProxySettings};
+pub(crate) use proxy_env::{ProxyChoice, ProxyKind, ProxySettings, Route};
 pub(crate) use read::load;
 pub(crate) use trust::Trust;
 

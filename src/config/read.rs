@@ -31,9 +31,16 @@ pub(crate) fn load(
         files::check_header_file(raw, header)?;
     }
     notices.extend(unsent_credentials(&values));
-    let proxies = ProxySettings::from_env(env)?;
+    let proxies = ProxySettings::from_env(env);
     let then = read_then(given)?;
-    Ok(values.into_loaded(trust, proxies, notices, then))
+    let loaded = values.into_loaded(trust, proxies, notices, then);
+    let config = &loaded.config;
+    let first = config.targets.iter().map(|t| match t {
+        Target::Issuer { discovery_url: Some(url), .. } => url.as_str(),
+        t => t.name(),
+    });
+    config.network.proxies.check_used(first.chain(config.checks.jwks_url.as_deref()))?;
+    Ok(loaded)
 }
 
 /// A token or header file goes only where an `--issuer`'s metadata is fetched (and to

@@ -7,9 +7,9 @@
 //! [`Progress`], so that whoever gives up waiting on it can say where it hung.
 
 use super::plain::PlainWatch;
+use super::proxy::{self, ProxyConnector, ProxyFailure};
 use super::tls::{self, TlsConnector, TlsSettings};
-use crate::config::ProxySettings;
-use crate::config::{ConnectTo, Network};
+use crate::config::{ConnectTo, Network, ProxySettings, Route};
 use crate::human::secs;
 use crate::progress::{Progress, Stage};
 use crate::url;
@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use ureq::Agent;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{ConnectProxyConnector, Connector, NextTimeout, TcpConnector};
+use ureq::unversioned::transport::{Connector, NextTimeout, TcpConnector};
 
 /// Largest body accepted. Real discovery documents are 1-10 KiB; anything near this is a
 /// misbehaving server, and reading on would only delay the verdict.
@@ -82,6 +82,9 @@ pub(crate) enum FetchError {
     Redirect(String),
     Body(String),
     Protocol(String),
+    /// The proxy the URL goes through failed, or cannot be used: said naming the proxy
+    /// (credentials hidden) and its variable.
+    Proxy(String),
 }
 
 impl fmt::Display for FetchError {
@@ -117,7 +120,8 @@ impl fmt::Display for FetchError {
             | FetchError::TlsOther(d)
             | FetchError::Redirect(d)
             | FetchError::Body(d)
-            | FetchError::Protocol(d) => f.write_str(d),
+            | FetchError::Protocol(d)
+            | FetchError::Proxy(d) => f.write_str(d),
         }
     }
 }
@@ -145,6 +149,7 @@ struct GateResolver {
     inner: DefaultResolver,
     connect_to: Arc<Vec<ConnectTo>>,
     progress: Arc<Progress>,
+    proxies: Arc<ProxySettings>,
 }
 
 impl Resolver for GateResolver {
@@ -154,6 +159,12 @@ impl Resolver for GateResolver {
         config: &ureq::config::Config,
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        // Through a proxy the proxy resolves the name (Go never looks it up), and a proxy that
+        // cannot be used is the connector's to report.
+        let (scheme, bare, port) = proxy::target(uri);
+        if !matches!(self.proxies.route(scheme, bare, port), Ok(Route::Direct(_))) {
+            return Ok(self.inner.empty());
+        }
         let host = uri.host().unwrap_or("?");
         let port = uri.port_u16().unwrap_or_else(|| url::default_port(uri.scheme_str().unwrap_or("https")));
         let rewritten = self.connect_to.iter().find_map(|rule| rule.redirect(host, port));
@@ -192,7 +203,7 @@ fn dns_error(host: &str, detail: String) -> ureq::Error {
 pub(crate) struct HttpClient {
     config: ureq::config::Config,
     tls: TlsSettings,
-    proxies: ProxySettings,
+    proxies: Arc<ProxySettings>,
     connect_to: Arc<Vec<ConnectTo>>,
 }
 
@@ -213,14 +224,14 @@ impl HttpClient {
         Ok(HttpClient {
             config,
             tls,
-            proxies: network.proxies.clone(),
+            proxies: Arc::new(network.proxies.clone()),
             connect_to: Arc::new(network.connect_to.clone()),
         })
     }
 
     fn agent(&self, progress: &Arc<Progress>) -> Agent {
         let connector =
-            ().chain(ConnectProxyConnector::default())
+            ().chain(ProxyConnector::new(self.proxies.clone(), self.tls.clone(), progress.clone()))
                 .chain(TcpConnector::default())
                 .chain(TlsConnector::new(self.tls.clone(), progress.clone()))
                 .chain(PlainWatch::new(progress.clone()));
@@ -228,6 +239,7 @@ impl HttpClient {
             inner: DefaultResolver::default(),
             connect_to: self.connect_to.clone(),
             progress: progress.clone(),
+            proxies: self.proxies.clone(),
         };
         Agent::with_parts(self.config.clone(), connector, resolver)
     }
@@ -275,11 +287,10 @@ impl HttpClient {
         progress: &Arc<Progress>,
     ) -> Result<Fetched, FetchError> {
         let parts = url::split(target).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
-        let proxy = self.proxies.for_url(&parts).map(|c| c.proxy.clone());
         let host = parts.bare_host().to_string();
         progress.enter(Stage::Resolving, &host);
         let agent = self.agent(progress);
-        let mut request = agent.get(target).config().timeout_global(Some(budget)).proxy(proxy).build();
+        let mut request = agent.get(target).config().timeout_global(Some(budget)).build();
         for (name, value) in headers {
             request = request.header(*name, value);
         }
@@ -392,6 +403,9 @@ fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError
         }
         ureq::Error::HostNotFound => FetchError::Dns { host, detail: "no address".into() },
         ureq::Error::Io(io) => {
+            if let Some(proxy) = io.get_ref().and_then(|i| i.downcast_ref::<ProxyFailure>()) {
+                return FetchError::Proxy(url::redact(&proxy.to_string()));
+            }
             if let Some(dns) = io.get_ref().and_then(|i| i.downcast_ref::<DnsFailure>()) {
                 return FetchError::Dns { host: dns.host.clone(), detail: dns.detail.clone() };
             }

@@ -1,97 +1,382 @@
-//! Which proxy a URL goes through, by curl's rules: `https_proxy`/`HTTPS_PROXY` (else `all_proxy`)
-//! for https, `http_proxy` (else `all_proxy`) for http, never `HTTP_PROXY` for https, and no proxy
-//! for a host `NO_PROXY` matches (a name and its subdomains, an IP address, a CIDR range, `*`).
-//! The variables themselves are read with the rest of the configuration (`config::ProxySettings`).
+//! The connection through a proxy, as Go's `net/http` Transport makes it (`dialConn`): TCP to
+//! the proxy, TLS to it first for an `https://` proxy (verified with the gate's own trust, as
+//! Go verifies it with the client's), then
+//!
+//! - to an http proxy, for an https URL: `CONNECT host:port`, Basic `Proxy-Authorization` when
+//!   the proxy URL has credentials, and only a `200` opens the tunnel (Go's rule);
+//! - to an http proxy, for an http URL: the request itself in absolute form
+//!   (`GET http://host:port/path`), with the same header;
+//! - to a SOCKS5 proxy (`socks5` or `socks5h`, the same in Go): the host name, not an address
+//!   ([`socks`](super::socks)).
+//!
+//! Over the tunnel the TLS session to the provider is checked against the provider's name, as
+//! without a proxy. Which URL takes which route is the configuration's rule
+//! (`config::ProxySettings::route`); a proxy that fails says so, naming the proxy (never its
+//! credentials) and the variable that set it.
 
-use crate::config::{ProxyChoice, ProxySettings};
+use super::socks;
+use super::tls::{TlsConnector, TlsSettings};
+use crate::config::{ProxyChoice, ProxyKind, ProxySettings, Route};
+use crate::progress::{Progress, Stage};
 use crate::url;
-use std::net::IpAddr;
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+use ureq::http::Uri;
+use ureq::unversioned::resolver::{DefaultResolver, Resolver};
+use ureq::unversioned::transport::{
+    Buffers, ConnectionDetails, Connector, NextTimeout, TcpConnector, Transport, TransportAdapter,
+};
 
-impl ProxySettings {
-    /// The proxy to use for a URL, if any.
-    pub(crate) fn for_url(&self, target: &url::Parts<'_>) -> Option<&ProxyChoice> {
-        let choice = if target.scheme == "https" { self.https.as_ref() } else { self.http.as_ref() }?;
-        let host = target.bare_host().to_ascii_lowercase();
-        if self.no_proxy.iter().any(|entry| no_proxy_matches(entry, &host)) {
-            return None;
-        }
-        Some(choice)
+/// A proxy that failed: refused, unreachable, a TLS handshake with it that failed, a CONNECT it
+/// answered with anything but 200, a SOCKS server that refused. Travels inside an `io::Error`
+/// through ureq to the failure's classification.
+#[derive(Debug)]
+pub(crate) struct ProxyFailure(pub(crate) String);
+
+impl fmt::Display for ProxyFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
-/// One `NO_PROXY` entry against a lower-case host (IPv6 without brackets).
-fn no_proxy_matches(entry: &str, host: &str) -> bool {
-    if entry == "*" {
-        return true;
+impl std::error::Error for ProxyFailure {}
+
+fn failure(kind: io::ErrorKind, message: String) -> ureq::Error {
+    ureq::Error::Io(io::Error::new(kind, ProxyFailure(message)))
+}
+
+/// The target's scheme, host (without brackets) and port, as the route is decided on them.
+pub(crate) fn target(uri: &Uri) -> (&str, &str, u16) {
+    let scheme = uri.scheme_str().unwrap_or("https");
+    let port = uri.port_u16().unwrap_or_else(|| url::default_port(scheme));
+    (scheme, url::bare_host(uri.host().unwrap_or_default()), port)
+}
+
+/// First in the chain: for a URL Go would send through a proxy, the connection to the proxy and
+/// through it; for any other, nothing (the TCP connector takes over).
+#[derive(Debug)]
+pub(crate) struct ProxyConnector {
+    proxies: Arc<ProxySettings>,
+    tls: TlsSettings,
+    progress: Arc<Progress>,
+}
+
+impl ProxyConnector {
+    pub(crate) fn new(proxies: Arc<ProxySettings>, tls: TlsSettings, progress: Arc<Progress>) -> Self {
+        ProxyConnector { proxies, tls, progress }
     }
-    let entry = url::bare_host(entry);
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return match entry.split_once('/') {
-            Some((net, bits)) => match (net.parse::<IpAddr>(), bits.parse::<u8>()) {
-                (Ok(net), Ok(bits)) => in_cidr(ip, net, bits),
-                _ => false,
-            },
-            None => entry.parse::<IpAddr>().is_ok_and(|e| e == ip),
+}
+
+impl Connector<()> for ProxyConnector {
+    type Out = Box<dyn Transport>;
+
+    fn connect(&self, details: &ConnectionDetails, _: Option<()>) -> Result<Option<Self::Out>, ureq::Error> {
+        let (scheme, host, port) = target(details.uri);
+        let proxy = match self.proxies.route(scheme, host, port) {
+            Ok(Route::Direct(_)) => return Ok(None),
+            Ok(Route::Proxy(proxy)) => proxy,
+            Err(e) => return Err(failure(io::ErrorKind::InvalidInput, e.to_string())),
         };
+        let name = format!("proxy {} ({})", proxy.display, proxy.variable);
+        let transport = self.reach(proxy, &name, details)?;
+        self.progress.enter(Stage::AwaitingResponse, &name);
+        let authority = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+        let tunnel: Box<dyn Transport> = match (proxy.kind, scheme) {
+            (ProxyKind::Socks5, _) => {
+                let mut io = adapter(transport, details);
+                socks::connect(&mut io, host, port, proxy.credentials.as_ref())
+                    .map_err(|e| handshake_error(e, &name))?;
+                Box::new(Tunnel(io.into_inner()))
+            }
+            (_, "https") => {
+                let mut io = adapter(transport, details);
+                http_connect(&mut io, &authority, proxy).map_err(|e| handshake_error(e, &name))?;
+                Box::new(Tunnel(io.into_inner()))
+            }
+            _ => Box::new(AbsoluteForm {
+                inner: transport,
+                prefix: Some(format!("{scheme}://{authority}")),
+                authorization: proxy.credentials.as_ref().map(basic),
+            }),
+        };
+        self.progress.enter(Stage::Connecting, host);
+        Ok(Some(tunnel))
     }
-    host == entry || host.strip_suffix(entry).is_some_and(|prefix| prefix.ends_with('.'))
 }
 
-fn in_cidr(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
-    match (ip, net) {
-        (IpAddr::V4(a), IpAddr::V4(n)) if bits <= 32 => {
-            let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
-            u32::from(a) & mask == u32::from(n) & mask
+impl ProxyConnector {
+    /// TCP to the proxy, and TLS to it for an https proxy. `name` stands for the proxy in the
+    /// stages a timeout reports.
+    fn reach(
+        &self,
+        proxy: &ProxyChoice,
+        name: &str,
+        details: &ConnectionDetails,
+    ) -> Result<Box<dyn Transport>, ureq::Error> {
+        let scheme = if proxy.kind == ProxyKind::Https { "https" } else { "http" };
+        let host = if proxy.host.contains(':') { format!("[{}]", proxy.host) } else { proxy.host.clone() };
+        let uri: Uri = format!("{scheme}://{host}:{}/", proxy.port)
+            .parse()
+            .map_err(|_| failure(io::ErrorKind::InvalidInput, format!("{name}: not a usable host")))?;
+        self.progress.enter(Stage::Resolving, name);
+        let addrs = DefaultResolver::default().resolve(&uri, details.config, details.timeout).map_err(|e| match e {
+            ureq::Error::Timeout(_) => e,
+            other => failure(io::ErrorKind::NotFound, format!("{name}: cannot resolve {}: {other}", proxy.host)),
+        })?;
+        self.progress.enter(Stage::Connecting, name);
+        let at = ConnectionDetails { uri: &uri, addrs, ..clone_details(details) };
+        let tcp = TcpConnector::default().connect(&at, None::<()>).map_err(|e| connect_error(e, name))?;
+        let tcp = tcp.ok_or_else(|| failure(io::ErrorKind::NotConnected, format!("{name}: no connection")))?;
+        if proxy.kind != ProxyKind::Https {
+            return Ok(tcp.boxed());
         }
-        (IpAddr::V6(a), IpAddr::V6(n)) if bits <= 128 => {
-            let mask = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
-            u128::from(a) & mask == u128::from(n) & mask
+        // The gate's own TLS connector, with the same verifier: the proxy's certificate is checked
+        // for the proxy's name. Its own stages go to a progress of its own.
+        self.progress.enter(Stage::TlsHandshake, name);
+        let tls = TlsConnector::new(self.tls.clone(), Arc::new(Progress::default()));
+        match tls.connect(&at, Some(tcp)) {
+            Ok(Some(t)) => Ok(t.boxed()),
+            Ok(None) => Err(failure(io::ErrorKind::NotConnected, format!("{name}: no TLS session"))),
+            Err(ureq::Error::Rustls(e)) => Err(failure(
+                io::ErrorKind::InvalidData,
+                format!("TLS to {name} failed: {}", super::tls::explain(&proxy.host, &e)),
+            )),
+            Err(e) => Err(connect_error(e, &format!("TLS to {name}"))),
+        }
+    }
+}
+
+/// ureq's details for the same exchange, to connect to the proxy with.
+fn clone_details<'a>(d: &ConnectionDetails<'a>) -> ConnectionDetails<'a> {
+    ConnectionDetails {
+        uri: d.uri,
+        addrs: d.addrs.clone(),
+        config: d.config,
+        request_level: d.request_level,
+        resolver: d.resolver,
+        now: d.now,
+        timeout: d.timeout,
+        current_time: d.current_time.clone(),
+        run_connector: d.run_connector.clone(),
+        register_shutdown: d.register_shutdown.clone(),
+    }
+}
+
+fn adapter(transport: Box<dyn Transport>, details: &ConnectionDetails) -> TransportAdapter {
+    let mut io = TransportAdapter::new(transport, details.current_time.clone());
+    io.set_timeout(details.timeout);
+    io
+}
+
+/// Whether an error is the time budget running out: left as it is, so that the failure says at
+/// which stage (the progress names the proxy).
+fn is_timeout(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::Timeout(_) => true,
+        ureq::Error::Io(io) => {
+            matches!(io.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock)
+                || io.get_ref().and_then(|i| i.downcast_ref::<ureq::Error>()).is_some_and(is_timeout)
         }
         _ => false,
     }
+}
+
+fn connect_error(e: ureq::Error, name: &str) -> ureq::Error {
+    if is_timeout(&e) {
+        return e;
+    }
+    match e {
+        ureq::Error::Io(io) if io.kind() == io::ErrorKind::ConnectionRefused => {
+            failure(io.kind(), format!("{name} refused the connection (is it running, on that port?)"))
+        }
+        ureq::Error::Io(io) => failure(io.kind(), format!("cannot connect to {name}: {io}")),
+        other => failure(io::ErrorKind::Other, format!("cannot connect to {name}: {other}")),
+    }
+}
+
+fn handshake_error(e: io::Error, name: &str) -> ureq::Error {
+    let e = ureq::Error::from(e);
+    if is_timeout(&e) {
+        return e;
+    }
+    match e {
+        ureq::Error::Io(io) if io.get_ref().is_some_and(|i| i.is::<ProxyFailure>()) => {
+            failure(io.kind(), format!("{name}: {}", io.get_ref().map(ToString::to_string).unwrap_or_default()))
+        }
+        ureq::Error::Io(io) if io.kind() == io::ErrorKind::UnexpectedEof => {
+            failure(io.kind(), format!("{name} closed the connection during its handshake"))
+        }
+        other => failure(io::ErrorKind::Other, format!("{name} failed: {other}")),
+    }
+}
+
+/// A refusal in a proxy's own protocol, with its words.
+pub(super) fn refused(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, ProxyFailure(message))
+}
+
+/// `CONNECT host:port`, as Go writes it, and the proxy's answer: `200` opens the tunnel, anything
+/// else is the proxy's refusal (Go: the status text becomes the error).
+fn http_connect(io: &mut TransportAdapter, authority: &str, proxy: &ProxyChoice) -> io::Result<()> {
+    let mut head = format!(
+        "CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: wait-for-idp/{}\r\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    if let Some(credentials) = &proxy.credentials {
+        head.push_str(&format!("Proxy-Authorization: {}\r\n", basic(credentials)));
+    }
+    head.push_str("\r\n");
+    io.write_all(head.as_bytes())?;
+    io.flush()?;
+    let mut answer = Vec::new();
+    let mut byte = [0u8];
+    while !answer.ends_with(b"\r\n\r\n") {
+        if answer.len() > 64 * 1024 {
+            return Err(refused("answered CONNECT with a header over 64 KiB".into()));
+        }
+        if io.read(&mut byte)? == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "closed"));
+        }
+        answer.push(byte[0]);
+    }
+    let status_line = String::from_utf8_lossy(&answer);
+    let status_line = status_line.lines().next().unwrap_or_default();
+    let mut words = status_line.splitn(3, ' ');
+    let (version, code) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
+    if !version.starts_with("HTTP/") {
+        return Err(refused("did not answer CONNECT in HTTP".into()));
+    }
+    if code != "200" {
+        let status: String = status_line[version.len()..].trim().chars().take(200).collect();
+        return Err(refused(format!("answered CONNECT {authority} with {status}")));
+    }
+    Ok(())
+}
+
+/// `Basic` credentials, as Go's `proxyAuth` makes them.
+fn basic((user, password): &(String, String)) -> String {
+    format!("Basic {}", base64(format!("{user}:{password}").as_bytes()))
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            let c = if i <= chunk.len() { ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char } else { '=' };
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A tunnel through a proxy: plain to the layers above even when TLS to the proxy carries it,
+/// so that the TLS connector starts the provider's own session inside.
+#[derive(Debug)]
+struct Tunnel(Box<dyn Transport>);
+
+impl Transport for Tunnel {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        self.0.buffers()
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        self.0.transmit_output(amount, timeout)
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        self.0.await_input(timeout)
+    }
+
+    fn is_open(&mut self) -> bool {
+        self.0.is_open()
+    }
+
+    fn is_tls(&self) -> bool {
+        false
+    }
+}
+
+/// An http URL through an http proxy: the request line gets the absolute form
+/// (`GET http://host:port/path HTTP/1.1`) and the `Proxy-Authorization` header, as Go sends
+/// them; the rest passes as it is.
+#[derive(Debug)]
+struct AbsoluteForm {
+    inner: Box<dyn Transport>,
+    /// `http://host:port`, until the request head has gone out.
+    prefix: Option<String>,
+    authorization: Option<String>,
+}
+
+impl Transport for AbsoluteForm {
+    fn buffers(&mut self) -> &mut dyn Buffers {
+        self.inner.buffers()
+    }
+
+    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
+        let Some(prefix) = self.prefix.take() else { return self.inner.transmit_output(amount, timeout) };
+        let head = self.inner.buffers().output()[..amount].to_vec();
+        let rewritten = absolute_form(&head, &prefix, self.authorization.as_deref());
+        for chunk in rewritten.chunks(self.inner.buffers().output().len().max(1)) {
+            self.inner.buffers().output()[..chunk.len()].copy_from_slice(chunk);
+            self.inner.transmit_output(chunk.len(), timeout)?;
+        }
+        Ok(())
+    }
+
+    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
+        self.inner.await_input(timeout)
+    }
+
+    fn is_open(&mut self) -> bool {
+        self.inner.is_open()
+    }
+
+    fn is_tls(&self) -> bool {
+        false
+    }
+}
+
+/// The request head with `prefix` before its origin-form target and the authorization header
+/// after its request line.
+fn absolute_form(head: &[u8], prefix: &str, authorization: Option<&str>) -> Vec<u8> {
+    let Some(space) = head.iter().position(|b| *b == b' ') else { return head.to_vec() };
+    let Some(line_end) = head.windows(2).position(|w| w == b"\r\n") else { return head.to_vec() };
+    let mut out = Vec::with_capacity(head.len() + prefix.len() + 64);
+    out.extend_from_slice(&head[..=space]);
+    if head.get(space + 1) == Some(&b'/') {
+        out.extend_from_slice(prefix.as_bytes());
+    }
+    out.extend_from_slice(&head[space + 1..line_end + 2]);
+    if let Some(value) = authorization {
+        out.extend_from_slice(format!("Proxy-Authorization: {value}\r\n").as_bytes());
+    }
+    out.extend_from_slice(&head[line_end + 2..]);
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn settings(vars: &[(&str, &str)]) -> ProxySettings {
-        let vars: Vec<(String, String)> = vars.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
-        ProxySettings::from_env(&|k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())).unwrap()
-    }
-
-    fn proxy_for(s: &ProxySettings, url: &str) -> Option<String> {
-        s.for_url(&url::split(url).unwrap()).map(|c| c.display.clone())
+    #[test]
+    fn basic_credentials_as_go_encodes_them() {
+        assert_eq!(basic(&("Aladdin".into(), "open sesame".into())), "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+        assert_eq!(base64(b"a"), "YQ==");
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(base64(b""), "");
     }
 
     #[test]
-    fn curl_rules_for_which_variable_applies() {
-        let s = settings(&[("HTTP_PROXY", "http://old:1"), ("http_proxy", "http://low:2")]);
-        assert_eq!(proxy_for(&s, "https://idp"), None, "HTTP_PROXY never applies to https");
-        assert_eq!(proxy_for(&s, "http://idp").as_deref(), Some("http://low:2"));
-        let s = settings(&[("HTTPS_PROXY", "user:pw@p:3128"), ("ALL_PROXY", "http://all:9")]);
-        assert_eq!(proxy_for(&s, "https://idp").as_deref(), Some("http://***@p:3128"));
-        assert_eq!(proxy_for(&s, "http://idp").as_deref(), Some("http://all:9"));
-    }
-
-    #[test]
-    fn no_proxy_entries() {
-        let s =
-            settings(&[("HTTPS_PROXY", "http://p:1"), ("NO_PROXY", ".svc, cluster.local,10.0.0.0/8,::1,exact.host")]);
-        for direct in [
-            "https://kc.ns.svc",
-            "https://a.cluster.local",
-            "https://10.2.3.4",
-            "https://[::1]:8443",
-            "https://exact.host",
-        ] {
-            assert_eq!(proxy_for(&s, direct), None, "{direct}");
-        }
-        for proxied in
-            ["https://svc.example", "https://notcluster.local", "https://11.0.0.1", "https://sub.exact.hostx"]
-        {
-            assert!(proxy_for(&s, proxied).is_some(), "{proxied}");
-        }
-        assert_eq!(proxy_for(&settings(&[("HTTPS_PROXY", "http://p:1"), ("no_proxy", "*")]), "https://x"), None);
+    fn the_request_line_takes_the_absolute_form() {
+        let head = b"GET /.well-known/x?a=1 HTTP/1.1\r\nhost: idp.test:8080\r\n\r\n";
+        let out = absolute_form(head, "http://idp.test:8080", Some("Basic eA=="));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "GET http://idp.test:8080/.well-known/x?a=1 HTTP/1.1\r\nProxy-Authorization: Basic eA==\r\nhost: \
+             idp.test:8080\r\n\r\n"
+        );
     }
 }

@@ -16,6 +16,8 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum FailureClass {
     Dns,
+    /// The proxy the client's environment sends the request through failed, or cannot be used.
+    Proxy,
     Connect,
     Timeout,
     Tls,
@@ -51,6 +53,7 @@ impl FailureClass {
             FailureClass::Token => "token",
             FailureClass::HeaderFile => "header-file",
             FailureClass::PrivateAddress => "private-address",
+            FailureClass::Proxy => "proxy",
         }
     }
 }
@@ -182,6 +185,7 @@ fn fetch_failure(e: FetchError) -> Failure {
         }
         FetchError::Redirect(_) => FailureClass::HttpStatus,
         FetchError::Body(_) | FetchError::Protocol(_) => FailureClass::Body,
+        FetchError::Proxy(_) => FailureClass::Proxy,
     };
     let cheap = matches!(e, FetchError::Refused { .. });
     Failure { cheap, ..Failure::new(class, e.to_string()) }
@@ -296,6 +300,7 @@ mod tests {
             (FetchError::Redirect("to another origin".into()), FailureClass::HttpStatus),
             (FetchError::Body("cut short".into()), FailureClass::Body),
             (FetchError::Protocol("bad header".into()), FailureClass::Body),
+            (FetchError::Proxy("proxy http://p:1 (HTTPS_PROXY) refused".into()), FailureClass::Proxy),
         ];
         for (error, class) in cases {
             let refused = matches!(error, FetchError::Refused { .. });

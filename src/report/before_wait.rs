@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::config::ConfigError;
 use crate::config::Notice;
 use crate::config::Output;
+use crate::config::Route;
 use crate::config::RunMode;
 use crate::config::Source;
 use crate::config::Target;
@@ -70,13 +71,26 @@ fn first_line(config: &Config) -> String {
         })
         .collect();
     format!(
-        "wait-for-idp {} waiting for {} up to {}, {}; set by {}",
+        "wait-for-idp {} waiting for {} up to {}, {}; set by {}{}",
         crate::settings::VERSION,
         targets.join(", "),
         secs(config.timing.timeout),
         if config.fail_closed { "failing closed" } else { "failing open" },
-        if sources.is_empty() { "nothing: all defaults".to_string() } else { sources.join(", ") }
+        if sources.is_empty() { "nothing: all defaults".to_string() } else { sources.join(", ") },
+        http_proxy_only(config)
     )
+}
+
+/// Go sends https through `HTTPS_PROXY` only: one who set `HTTP_PROXY` alone for an https target
+/// may expect a proxy that neither the client nor the gate uses.
+fn http_proxy_only(config: &Config) -> String {
+    let https = config.targets.iter().any(|t| t.name().starts_with("https://"));
+    match config.network.proxies.http_only() {
+        Some(var) if https => format!(
+            "; {var} is set but applies to http URLs only: https goes direct, as in Go, unless HTTPS_PROXY is set"
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The effective settings, for `--dry-run`: what each target fetches first and by which route,
@@ -178,9 +192,14 @@ fn target_lines(out: &mut String, t: &Target, config: &Config) {
 
 /// How the gate reaches a URL: through a proxy or directly, and to which address when a
 /// `--connect-to` rule redirects the connection (TLS and the Host header keep the URL's name).
+/// Through a proxy, the proxy resolves the name and `--connect-to` has no say, as in Go.
 fn route(config: &Config, parts: &url::Parts<'_>) -> String {
-    let via = config.network.proxies.for_url(parts).map_or("direct".to_string(), |p| format!("proxy {}", p.display));
     let port = parts.port.unwrap_or(url::default_port(parts.scheme));
+    let via = match config.network.proxies.route(parts.scheme, parts.bare_host(), port) {
+        Ok(route @ Route::Direct(_)) => route.to_string(),
+        Ok(route) => return route.to_string(),
+        Err(e) => return e.to_string(),
+    };
     let rule = config.network.connect_to.iter().find_map(|r| r.redirect(parts.bare_host(), port).map(|to| (r, to)));
     match rule {
         Some((rule, (host, port))) => {
