@@ -249,7 +249,7 @@ fn bad_input_exits_2_naming_the_flag_or_variable_and_the_fix() {
             &[("WAIT_FOR_IDP_ISSUER", "https://u:hunter2@h")],
             "WAIT_FOR_IDP_ISSUER: 'https://***@h' carries credentials",
         ),
-        (vec!["--issuer", "https://h"], &[("HTTPS_PROXY", "socks5://u:pw@p:1")], "HTTPS_PROXY: 'socks5://***@p:1'"),
+        (vec!["--issuer", "https://h"], &[("HTTPS_PROXY", "http://u:pw@p:99999")], "HTTPS_PROXY: 'http://***@p:99999'"),
         (vec![], &[], "no issuer given"),
         (vec!["--issuer", "https://h", "--bogus"], &[], "unexpected argument '--bogus'"),
     ];

@@ -5,12 +5,14 @@ mod gate;
 mod metadata;
 mod pki;
 mod provider;
+mod proxies;
 mod real_peers;
 
 pub use gate::*;
 pub use metadata::*;
 pub use pki::*;
 pub use provider::*;
+pub use proxies::*;
 pub use real_peers::*;
 
 use std::path::{Path, PathBuf};
