@@ -369,7 +369,7 @@ fn split_host_port(s: &str) -> Option<(&str, &str)> {
         }
         (host, 0)
     };
-    let opens = if s.starts_with('[') { &s[1..] } else { s };
+    let opens = s.strip_prefix('[').unwrap_or(s);
     if opens.contains('[') || s[after_host..].contains(']') {
         return None;
     }
@@ -414,7 +414,8 @@ mod tests {
     /// has the port, so the expectations here add it.
     #[test]
     fn go_proxy_for_url_tests() {
-        let cases: &[(&[(&str, &str)], &str, &str)] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+        let cases: &[Case<'_>] = &[
             (&[("HTTP_PROXY", "127.0.0.1:8080")], "", "http://127.0.0.1:8080"),
             (&[("HTTP_PROXY", "cache.corp.example.com:1234")], "", "http://cache.corp.example.com:1234"),
             (&[("HTTP_PROXY", "cache.corp.example.com")], "", "http://cache.corp.example.com:80"),
