@@ -213,20 +213,16 @@ fn declare(variable: &'static str, value: &str) -> Declared {
         "https" => (ProxyKind::Https, 443),
         "socks5" | "socks5h" => (ProxyKind::Socks5, 1080),
         _ => {
-            return broken(
-                "a proxy URL with the scheme http, https, socks5 or socks5h, such as http://proxy:3128 (Go would \
-                 send CONNECT to a proxy of any other scheme)",
-            );
+            return broken("an http, https, socks5 or socks5h proxy URL such as http://proxy:3128");
         }
     };
     let host = url.hostname().to_string();
     // `http://p:abc` is read (second try) as `http://http://p:abc`: the host is the scheme.
-    let scheme_as_host = url.host.ends_with(':') && value.to_lowercase().starts_with(&format!("{}//", url.host));
+    let scheme_as_host = url.host.ends_with(':') && value.to_ascii_lowercase().starts_with(&format!("{}//", url.host));
     if host.is_empty() || scheme_as_host {
         return broken(
-            "a proxy URL such as http://proxy:3128 or proxy:3128 (Go reads no proxy host in it: a port that is not \
-             a number, or a character a URL may not hold; a password needs its '/', '?', '#' and '@' \
-             percent-encoded)",
+            "a proxy URL such as http://proxy:3128 (Go reads no host in it: percent-encode '/', '?', '#' and '@' in \
+             a password)",
         );
     }
     let port = match url.port() {
@@ -276,7 +272,7 @@ impl NoProxy {
     fn parse(variable: &'static str, value: &str) -> NoProxy {
         let mut no_proxy = NoProxy { variable, ..NoProxy::default() };
         for entry in value.split(',') {
-            let entry = entry.trim().to_lowercase();
+            let entry = entry.trim().to_ascii_lowercase();
             if entry.is_empty() {
                 continue;
             }
@@ -317,7 +313,7 @@ impl NoProxy {
         if self.all {
             return Some(Direct::Exempt(self.variable, "*".into()));
         }
-        let host = host.trim().to_lowercase();
+        let host = host.trim().to_ascii_lowercase();
         let exempt = |entry: &String| Some(Direct::Exempt(self.variable, entry.clone()));
         if let Some(ip) = ip {
             for (entry, m) in &self.ip {

@@ -290,7 +290,7 @@ impl HttpClient {
         let host = parts.bare_host().to_string();
         progress.enter(Stage::Resolving, &host);
         let agent = self.agent(progress);
-        let mut request = agent.get(target).config().timeout_global(Some(budget)).build();
+        let mut request = agent.get(target).config().timeout_global(Some(budget)).proxy(None).build();
         for (name, value) in headers {
             request = request.header(*name, value);
         }

@@ -86,12 +86,12 @@ impl Connector<()> for ProxyConnector {
             (ProxyKind::Socks5, _) => {
                 let mut io = adapter(transport, details);
                 socks::connect(&mut io, host, port, proxy.credentials.as_ref())
-                    .map_err(|e| handshake_error(e, &name))?;
+                    .map_err(|e| proxy_error(e.into(), &name))?;
                 Box::new(Tunnel(io.into_inner()))
             }
             (_, "https") => {
                 let mut io = adapter(transport, details);
-                http_connect(&mut io, &authority, proxy).map_err(|e| handshake_error(e, &name))?;
+                http_connect(&mut io, &authority, proxy).map_err(|e| proxy_error(e.into(), &name))?;
                 Box::new(Tunnel(io.into_inner()))
             }
             _ => Box::new(AbsoluteForm {
@@ -126,23 +126,27 @@ impl ProxyConnector {
         })?;
         self.progress.enter(Stage::Connecting, name);
         let at = ConnectionDetails { uri: &uri, addrs, ..clone_details(details) };
-        let tcp = TcpConnector::default().connect(&at, None::<()>).map_err(|e| connect_error(e, name))?;
-        let tcp = tcp.ok_or_else(|| failure(io::ErrorKind::NotConnected, format!("{name}: no connection")))?;
+        // The same types as the chain's own TCP and TLS connectors: one copy of their code.
+        let tcp = TcpConnector::default().connect(&at, None::<Box<dyn Transport>>).map_err(|e| proxy_error(e, name))?;
         if proxy.kind != ProxyKind::Https {
-            return Ok(tcp.boxed());
+            return tcp
+                .map(Transport::boxed)
+                .ok_or_else(|| failure(io::ErrorKind::NotConnected, format!("{name}: no connection")));
         }
         // The gate's own TLS connector, with the same verifier: the proxy's certificate is checked
         // for the proxy's name. Its own stages go to a progress of its own.
         self.progress.enter(Stage::TlsHandshake, name);
         let tls = TlsConnector::new(self.tls.clone(), Arc::new(Progress::default()));
-        match tls.connect(&at, Some(tcp)) {
+        match tls.connect(&at, tcp) {
             Ok(Some(t)) => Ok(t.boxed()),
             Ok(None) => Err(failure(io::ErrorKind::NotConnected, format!("{name}: no TLS session"))),
+            // rustls's own words: the proxy's certificate is rarely the provider's problem, and
+            // the full explanation (`tls::explain`) would be a second copy of its code.
             Err(ureq::Error::Rustls(e)) => Err(failure(
                 io::ErrorKind::InvalidData,
-                format!("TLS to {name} failed: {}", super::tls::explain(&proxy.host, &e)),
+                format!("TLS to {name} failed: {e} (the gate checks a proxy's certificate as any server's: --ca-file)"),
             )),
-            Err(e) => Err(connect_error(e, &format!("TLS to {name}"))),
+            Err(e) => Err(proxy_error(e, &format!("TLS to {name}"))),
         }
     }
 }
@@ -182,33 +186,25 @@ fn is_timeout(e: &ureq::Error) -> bool {
     }
 }
 
-fn connect_error(e: ureq::Error, name: &str) -> ureq::Error {
+/// A failure on the way through the proxy called `name`, said as one sentence about it. A
+/// timeout stays a timeout: the progress already names the proxy.
+fn proxy_error(e: ureq::Error, name: &str) -> ureq::Error {
     if is_timeout(&e) {
         return e;
     }
-    match e {
-        ureq::Error::Io(io) if io.kind() == io::ErrorKind::ConnectionRefused => {
-            failure(io.kind(), format!("{name} refused the connection (is it running, on that port?)"))
-        }
-        ureq::Error::Io(io) => failure(io.kind(), format!("cannot connect to {name}: {io}")),
-        other => failure(io::ErrorKind::Other, format!("cannot connect to {name}: {other}")),
-    }
-}
-
-fn handshake_error(e: io::Error, name: &str) -> ureq::Error {
-    let e = ureq::Error::from(e);
-    if is_timeout(&e) {
-        return e;
-    }
-    match e {
-        ureq::Error::Io(io) if io.get_ref().is_some_and(|i| i.is::<ProxyFailure>()) => {
-            failure(io.kind(), format!("{name}: {}", io.get_ref().map(ToString::to_string).unwrap_or_default()))
-        }
-        ureq::Error::Io(io) if io.kind() == io::ErrorKind::UnexpectedEof => {
-            failure(io.kind(), format!("{name} closed the connection during its handshake"))
-        }
-        other => failure(io::ErrorKind::Other, format!("{name} failed: {other}")),
-    }
+    let (kind, detail) = match &e {
+        ureq::Error::Io(io) => (
+            io.kind(),
+            match (io.get_ref(), io.kind()) {
+                (Some(inner), _) if inner.is::<ProxyFailure>() => inner.to_string(),
+                (_, io::ErrorKind::ConnectionRefused) => "refused the connection (is it running, on that port?)".into(),
+                (_, io::ErrorKind::UnexpectedEof) => "closed the connection during its handshake".into(),
+                _ => format!("failed: {io}"),
+            },
+        ),
+        other => (io::ErrorKind::Other, format!("failed: {other}")),
+    };
+    failure(kind, format!("{name} {detail}"))
 }
 
 /// A refusal in a proxy's own protocol, with its words.
