@@ -124,11 +124,19 @@ impl fmt::Display for Route<'_> {
 }
 
 /// The proxies the environment asks for.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct ProxySettings {
     https: Option<Declared>,
     http: Option<Declared>,
     no_proxy: NoProxy,
+}
+
+/// Only the names: the connector and resolver that hold the settings must be `Debug` for ureq,
+/// and a derived listing would be code no one reads (and the binary has a size budget).
+impl fmt::Debug for ProxySettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProxySettings")
+    }
 }
 
 /// Go's `getEnvAny`: the first variable set and not empty, its value untouched.
@@ -161,7 +169,7 @@ impl ProxySettings {
             Some(Declared::Ignored(var)) => return Ok(Route::Direct(Direct::Ignored(var))),
             Some(d) => d,
         };
-        if let Some(direct) = self.no_proxy.exempts(host, &port.to_string()) {
+        if let Some(direct) = self.no_proxy.exempts(host, port) {
             return Ok(Route::Direct(direct));
         }
         match declared {
@@ -232,11 +240,11 @@ fn declare(variable: &'static str, value: &str) -> Declared {
             _ => return broken("a port from 1 to 65535"),
         },
     };
-    Declared::Usable(choice(variable, kind, &url, host, port))
+    Declared::Usable(choice(variable, kind, url, host, port))
 }
 
-fn choice(variable: &'static str, kind: ProxyKind, url: &GoUrl, host: String, port: u16) -> ProxyChoice {
-    let credentials = url.user.clone().map(|(user, password)| (user, password.unwrap_or_default()));
+fn choice(variable: &'static str, kind: ProxyKind, url: GoUrl, host: String, port: u16) -> ProxyChoice {
+    let credentials = url.user.map(|(user, password)| (user, password.unwrap_or_default()));
     let bracketed = if host.contains(':') { format!("[{host}]") } else { host.clone() };
     let userinfo = if credentials.is_some() { "***@" } else { "" };
     let display = format!("{}://{userinfo}{bracketed}:{port}", url.scheme);
@@ -305,7 +313,7 @@ impl NoProxy {
 
     /// httpproxy's `useProxy`, negated and saying why: `localhost` and loopback addresses, then
     /// the address entries (for an IP address), then the domain entries (for a name).
-    fn exempts(&self, host: &str, port: &str) -> Option<Direct> {
+    fn exempts(&self, host: &str, port: u16) -> Option<Direct> {
         let ip = host.split('%').next().unwrap_or_default().parse::<IpAddr>().ok().map(|ip| ip.to_canonical());
         if host == "localhost" || ip.is_some_and(|ip| ip.is_loopback()) {
             return Some(Direct::Loopback);
@@ -319,7 +327,7 @@ impl NoProxy {
             for (entry, m) in &self.ip {
                 let hit = match m {
                     IpMatcher::Cidr(net, bits) => in_cidr(ip, *net, *bits),
-                    IpMatcher::Ip(want, want_port) => *want == ip && (want_port.is_empty() || want_port == port),
+                    IpMatcher::Ip(want, want_port) => *want == ip && port_matches(want_port, port),
                 };
                 if hit {
                     return exempt(entry);
@@ -329,12 +337,21 @@ impl NoProxy {
         }
         for (entry, m) in &self.domain {
             let name = host.ends_with(&m.suffix) || m.itself && host == m.suffix[1..];
-            if name && (m.port.is_empty() || m.port == port) {
+            if name && port_matches(&m.port, port) {
                 return exempt(entry);
             }
         }
         None
     }
+}
+
+/// An entry's port against the URL's: none, or the same decimal digits (Go compares the strings,
+/// so `0443` is not 443).
+fn port_matches(entry: &str, port: u16) -> bool {
+    entry.is_empty()
+        || entry.bytes().all(|b| b.is_ascii_digit())
+            && !(entry.len() > 1 && entry.starts_with('0'))
+            && entry.parse() == Ok(port)
 }
 
 /// Go's `net.ParseCIDR`: an address without a zone, `/`, and a decimal prefix length that fits.

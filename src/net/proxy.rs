@@ -244,7 +244,8 @@ fn http_connect(io: &mut TransportAdapter, authority: &str, proxy: &ProxyChoice)
         return Err(refused("did not answer CONNECT in HTTP".into()));
     }
     if code != "200" {
-        let status: String = status_line[version.len()..].trim().chars().take(200).collect();
+        let status = status_line[version.len()..].trim();
+        let status = status.get(..200).unwrap_or(status);
         return Err(refused(format!("answered CONNECT {authority} with {status}")));
     }
     Ok(())
@@ -315,11 +316,13 @@ impl Transport for AbsoluteForm {
         let Some(prefix) = self.prefix.take() else { return self.inner.transmit_output(amount, timeout) };
         let head = self.inner.buffers().output()[..amount].to_vec();
         let rewritten = absolute_form(&head, &prefix, self.authorization.as_deref());
-        for chunk in rewritten.chunks(self.inner.buffers().output().len().max(1)) {
-            self.inner.buffers().output()[..chunk.len()].copy_from_slice(chunk);
-            self.inner.transmit_output(chunk.len(), timeout)?;
-        }
-        Ok(())
+        // The output buffer (ureq's 128 KiB) holds a request head and the few bytes added.
+        let output = self.inner.buffers().output();
+        let Some(room) = output.get_mut(..rewritten.len()) else {
+            return Err(ureq::Error::Io(io::Error::other(ProxyFailure("request head too large".into()))));
+        };
+        room.copy_from_slice(&rewritten);
+        self.inner.transmit_output(rewritten.len(), timeout)
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
