@@ -3,10 +3,15 @@
 //! - [`tls`]: rustls with Mozilla's roots and the configured CAs, and what a rejected
 //!   certificate means in words;
 //! - [`proxy`]: which proxy a URL goes through (curl's rules);
-//! - [`http`]: the GET itself, with `--connect-to`, redirects and a bounded body;
-//! - [`plain`]: a plain-HTTP connection, watched for an answer in TLS.
+//! - [`http`]: the GET itself, with `--connect-to` and a bounded body;
+//! - [`redirect`]: which redirects are followed, and which headers go along;
+//! - [`gzip`]: a gzip body decoded as Go's transport decodes it;
+//! - [`plain`]: the connection as ureq reads it: a growing input buffer, watched for an answer
+//!   in TLS or in HTTP/2.
 
+pub(crate) mod gzip;
 pub(crate) mod http;
 pub(crate) mod plain;
+pub(crate) mod redirect;
 pub(crate) mod proxy;
 pub(crate) mod tls;

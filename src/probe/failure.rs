@@ -180,7 +180,7 @@ fn fetch_failure(e: FetchError) -> Failure {
         FetchError::Tls { .. } | FetchError::ClientCertificateRequired { .. } | FetchError::TlsOther(_) => {
             FailureClass::Tls
         }
-        FetchError::Redirect(_) => FailureClass::HttpStatus,
+        FetchError::Redirect(_) | FetchError::CrossOrigin(_) => FailureClass::HttpStatus,
         FetchError::Body(_) | FetchError::Protocol(_) => FailureClass::Body,
     };
     let cheap = matches!(e, FetchError::Refused { .. });
