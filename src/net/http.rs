@@ -290,8 +290,13 @@ impl HttpClient {
         // Go writes the URL's host as given, a default port too (`https://h:443/` sends
         // `Host: h:443`); ureq would drop it, and a provider that builds its issuer from Host
         // then publishes another one than the client compares.
-        let mut request =
-            agent.get(target).config().timeout_global(Some(budget)).proxy(proxy).build().header("host", parts.authority);
+        let mut request = agent
+            .get(target)
+            .config()
+            .timeout_global(Some(budget))
+            .proxy(proxy)
+            .build()
+            .header("host", parts.authority);
         // Go's transport asks for gzip and decodes it itself, unless the caller asked for an
         // encoding (a --header-file may): then the body is the caller's to decode, as here.
         let asks_gzip = !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("accept-encoding"));

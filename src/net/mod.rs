@@ -12,6 +12,6 @@
 pub(crate) mod gzip;
 pub(crate) mod http;
 pub(crate) mod plain;
-pub(crate) mod redirect;
 pub(crate) mod proxy;
+pub(crate) mod redirect;
 pub(crate) mod tls;

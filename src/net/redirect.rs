@@ -137,7 +137,9 @@ mod tests {
         let tenth = chain.follow("https://a.example/9", &to("/10")).unwrap_err();
         assert!(tenth.to_string().starts_with("stopped after 10 redirects"), "{tenth}");
         assert!(matches!(
-            Chain::new("https://a.example/", Redirects::Go).unwrap().follow("https://a.example/", &to("http://a.example/")),
+            Chain::new("https://a.example/", Redirects::Go)
+                .unwrap()
+                .follow("https://a.example/", &to("http://a.example/")),
             Err(FetchError::Redirect(_))
         ));
     }
@@ -145,7 +147,10 @@ mod tests {
     #[test]
     fn mcp_stays_on_the_origin_for_five_redirects() {
         let mut chain = Chain::new("https://a.example/0", Redirects::SameOrigin).unwrap();
-        assert!(matches!(chain.follow("https://a.example/0", &to("https://b.example/")), Err(FetchError::CrossOrigin(_))));
+        assert!(matches!(
+            chain.follow("https://a.example/0", &to("https://b.example/")),
+            Err(FetchError::CrossOrigin(_))
+        ));
         for i in 1..=MCP_MAX_REDIRECTS {
             chain.follow("https://a.example/x", &to(&format!("/{i}"))).unwrap();
         }

@@ -92,7 +92,7 @@ pub(super) fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<Ser
 /// needs, and the fix is in the server's configuration.
 fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
     let class = match &problem {
-        DocumentProblem::Body(BodyProblem::NotUtf8 { .. }) => FailureClass::Body,
+        DocumentProblem::Body(BodyProblem::NotUtf8 { .. } | BodyProblem::Repaired { .. }) => FailureClass::Body,
         DocumentProblem::Body(_) | DocumentProblem::Json(_) | DocumentProblem::Duplicate(_) => FailureClass::Json,
         DocumentProblem::IssuerMismatch { .. } => FailureClass::IssuerMismatch,
         DocumentProblem::MissingField(_) | DocumentProblem::NotHttps(_) => FailureClass::MissingField,
