@@ -57,7 +57,7 @@ fn faults(ca: &TestCa) -> Vec<Fault> {
     };
     let deep = Box::leak(format!("{}{}", "[".repeat(10_001), "]".repeat(10_001)).into_boxed_str()).as_bytes();
     let big_head =
-        format!("HTTP/1.1 200 OK\r\n{}Content-Length: 2\r\n\r\n{{}}", "X-Pad: 0123456789abcdef\r\n".repeat(45_000));
+        format!("HTTP/1.1 200 OK\r\n{}Content-Length: 2\r\n\r\n{{}}", format!("X-Pad: {}\r\n", "x".repeat(11_000)).repeat(100));
     vec![
         f(
             "TCP accepted, TLS handshake never completes",
@@ -86,6 +86,13 @@ fn faults(ca: &TestCa) -> Vec<Fault> {
             reply(move |_, _| Reply::Raw(big_head.clone().into_bytes())),
             "body",
             "response headers from localhost larger than 1 MiB",
+        ),
+        f(
+            "more than 128 response header fields",
+            tls(),
+            reply(|_, _| Reply::with_headers(200, &[("X-Pad", "1"); 130], "{}")),
+            "body",
+            "more than 128 response header fields from localhost",
         ),
         f(
             "HTTP/2 frames where a status line should be (h2 whatever ALPN said)",

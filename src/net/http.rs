@@ -440,6 +440,10 @@ fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError
         }
         other if in_body => FetchError::Body(format!("body cut short: {}", url::redact(&other.to_string()))),
         ureq::Error::ConnectionFailed => FetchError::Connect(format!("connection to {host} failed")),
+        ureq::Error::Protocol(ureq_proto::Error::HttpParseTooManyHeaders) => FetchError::Protocol(format!(
+            "more than {} response header fields from {host}: this build reads no more (Go has no such limit)",
+            ureq_proto::client::MAX_RESPONSE_HEADERS
+        )),
         ureq::Error::Protocol(p) => FetchError::Protocol(format!("malformed HTTP response: {p}")),
         other => FetchError::Connect(url::redact(&other.to_string())),
     }
