@@ -56,8 +56,10 @@ fn faults(ca: &TestCa) -> Vec<Fault> {
         detail,
     };
     let deep = Box::leak(format!("{}{}", "[".repeat(10_001), "]".repeat(10_001)).into_boxed_str()).as_bytes();
-    let big_head =
-        format!("HTTP/1.1 200 OK\r\n{}Content-Length: 2\r\n\r\n{{}}", format!("X-Pad: {}\r\n", "x".repeat(11_000)).repeat(100));
+    let big_head = format!(
+        "HTTP/1.1 200 OK\r\n{}Content-Length: 2\r\n\r\n{{}}",
+        format!("X-Pad: {}\r\n", "x".repeat(11_000)).repeat(100)
+    );
     vec![
         f(
             "TCP accepted, TLS handshake never completes",
@@ -368,4 +370,60 @@ fn a_connect_that_hangs_is_named_as_such() {
 fn require_root_tools() {
     let ok = Command::new("unshare").args(["--mount", "true"]).status().map(|s| s.success()).unwrap_or(false);
     assert!(ok, "this test needs `unshare --mount` (util-linux, run as root)");
+}
+
+/// A gzip member (RFC 1952) around `data`, as a server compresses a body.
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    let crc = !data.iter().fold(!0u32, |mut c, &b| {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 != 0 { 0xedb8_8320 ^ (c >> 1) } else { c >> 1 };
+        }
+        c
+    });
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+    out.extend(miniz_oxide::deflate::compress_to_vec(data, 9));
+    out.extend(crc.to_le_bytes());
+    out.extend((data.len() as u32).to_le_bytes());
+    out
+}
+
+/// The bounds, over plain HTTP with time to spare (these move tens of MiB): a document just
+/// under 16 MiB passes (oauth2-proxy reads any size: the bound is a listed difference); a body
+/// over it, an endless one and a gzip bomb (17 MiB of zeros in a few KiB) fail naming it.
+#[test]
+#[ignore = "heavy: moves about 50 MiB over loopback; the test command runs it"]
+fn the_body_bound_is_16_mib_decoded_and_names_itself() {
+    let ca = TestCa::new();
+    let pad = 16 * 1024 * 1024 - 4096;
+    let (_p, iss) = Provider::for_issuer(Mode::Plain, "", move |iss| {
+        let mut doc: serde_json::Value =
+            serde_json::from_str(&discovery_doc(&iss.replacen("https", "http", 1))).unwrap();
+        doc["x-pad"] = "x".repeat(pad).into();
+        let (big, over) = (doc.to_string(), format!("{{\"x\":\"{}\"}}", "x".repeat(16 * 1024 * 1024)));
+        let bomb = gzip(&vec![b' '; 17 * 1024 * 1024]);
+        reply(move |req, _| match req.path.as_str() {
+            WELL_KNOWN => Reply::json(200, big.clone()),
+            "/over/.well-known/openid-configuration" => Reply::json(200, over.clone()),
+            "/endless/.well-known/openid-configuration" => Reply::Endless,
+            "/bomb/.well-known/openid-configuration" => Reply::Response {
+                status: 200,
+                headers: vec![("Content-Encoding".into(), "gzip".into())],
+                body: bomb.clone(),
+            },
+            _ => Reply::json(404, "{}"),
+        })
+    });
+    let iss = iss.replacen("https://", "http://", 1);
+    let r = run_args(gate_for(&ca, &iss), &["--once", "--timeout", "60s"]);
+    assert_exit(&r, 0);
+    for (path, detail) in [
+        ("/over", "body larger than 16 MiB: the gate reads no more"),
+        ("/endless", "body larger than 16 MiB: the gate reads no more"),
+        ("/bomb", "body larger than 16 MiB once gzip-decoded"),
+    ] {
+        let r = run_args(gate_for(&ca, &format!("{iss}{path}")), &["--once", "--timeout", "60s"]);
+        assert_exit(&r, 1);
+        assert_logged(&r, &[": body: ", detail]);
+    }
 }
