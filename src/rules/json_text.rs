@@ -321,8 +321,9 @@ impl Scan<'_> {
             i += n;
         }
         self.at = i;
-        let text = std::str::from_utf8(&self.bytes[start..i]).unwrap_or("0");
-        if text.parse::<f64>().is_ok_and(f64::is_infinite) {
+        // serde_json's own number reading says whether it is out of range (no other float
+        // parser linked in for it).
+        if serde_json::from_slice::<f64>(&self.bytes[start..i]).is_err() {
             self.edit(start, i, "0");
         }
         Ok(())
