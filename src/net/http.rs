@@ -9,7 +9,7 @@
 //! on it can say where it hung.
 
 use super::gzip::{self, GzipProblem};
-use super::plain::{Http2Only, PlainWatch};
+use super::plain::{Http2Only, PlainWatch, http2_only};
 use super::redirect::{Chain, Request};
 use super::tls::{self, TlsConnector, TlsSettings};
 use crate::config::ProxySettings;
@@ -372,15 +372,6 @@ pub(crate) fn retry_after(raw: &str, now: SystemTime) -> Option<Duration> {
     }
     let at = httpdate::parse_http_date(raw).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-/// Go's transport would negotiate HTTP/2 (ALPN h2); this build has no HTTP/2 (a listed
-/// difference: it would cost more than the size budget), and says so.
-fn http2_only(host: &str, how: &str) -> String {
-    format!(
-        "the server speaks only HTTP/2 ({host} {how}): Go clients negotiate h2 and would get an answer, but this \
-         build speaks HTTP/1.1 only; enable HTTP/1.1 on the server (or its load balancer)"
-    )
 }
 
 /// Maps ureq's errors onto the failure kinds a user can act on, using the stage the exchange

@@ -56,6 +56,15 @@ impl fmt::Display for Http2Only {
 
 impl std::error::Error for Http2Only {}
 
+/// Go's transport would negotiate HTTP/2 (ALPN h2); this build has no HTTP/2 (a listed
+/// difference: it would cost more than the size budget), and says so: how `host` showed it.
+pub(crate) fn http2_only(host: &str, how: &str) -> String {
+    format!(
+        "the server speaks only HTTP/2 ({host} {how}): Go clients negotiate h2 and would get an answer, but this \
+         build speaks HTTP/1.1 only; enable HTTP/1.1 on the server (or its load balancer)"
+    )
+}
+
 /// A connection with its own growing input buffer, whose first answer bytes are checked.
 #[derive(Debug)]
 pub(crate) struct Watched<In> {
