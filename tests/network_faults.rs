@@ -427,3 +427,22 @@ fn the_body_bound_is_16_mib_decoded_and_names_itself() {
         assert_logged(&r, &[": body: ", detail]);
     }
 }
+
+/// The write buffer is kept small (it is written in full), but the longest URL the gate accepts
+/// (64 KiB) still goes out whole.
+#[test]
+fn the_longest_url_the_gate_accepts_is_sent_whole() {
+    let ca = TestCa::new();
+    let path = format!("/{}", "a".repeat(65_000));
+    let (p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), &path, |iss| {
+        let doc = discovery_doc(iss);
+        reply(
+            move |req, _| {
+                if req.path.ends_with(WELL_KNOWN) { Reply::json(200, doc.clone()) } else { Reply::json(404, "{}") }
+            },
+        )
+    });
+    let r = run_args(gate_for(&ca, &iss), &["--once"]);
+    assert_exit(&r, 0);
+    assert_eq!(p.paths(), [format!("{path}{WELL_KNOWN}")]);
+}

@@ -33,8 +33,11 @@ pub(crate) const BODY_LIMIT: usize = 16 * 1024 * 1024;
 /// default, a listed difference); no provider comes near either.
 pub(crate) const HEADER_LIMIT: usize = 1024 * 1024;
 /// Each connection's own read buffer; the response head collects in a buffer that grows
-/// ([`PlainWatch`]), so this is only how much one read takes.
-const READ_BUFFER: usize = 32 * 1024;
+/// ([`PlainWatch`]), so this is only how much one read takes (a TLS record is at most 16 KiB).
+const READ_BUFFER: usize = 16 * 1024;
+/// Each connection's write buffer: one request line or header field must fit, and the longest
+/// URL the gate accepts is 64 KiB (`url::MAX_LEN`). Written in full (ureq zeroes it), so no larger.
+const WRITE_BUFFER: usize = url::MAX_LEN + 16 * 1024;
 
 /// A complete response: the body was read to its end, within the limit.
 #[derive(Debug, Clone, Default)]
@@ -222,6 +225,7 @@ impl HttpClient {
             .max_idle_connections_per_host(0)
             .max_response_header_size(HEADER_LIMIT)
             .input_buffer_size(READ_BUFFER)
+            .output_buffer_size(WRITE_BUFFER)
             .user_agent(concat!("wait-for-idp/", env!("CARGO_PKG_VERSION")))
             .accept("application/json")
             .build();
