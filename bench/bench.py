@@ -41,7 +41,8 @@ def make_certs(d: Path):
 
 
 class Provider:
-    """A TLS provider on 127.0.0.1:port. mode: 'ready', '503', 'silent' (accept, never answer).
+    """A TLS provider on 127.0.0.1:port. mode: 'ready', 'big' (its document padded to just under
+    the gate's 16 MiB body bound), '503', 'silent' (accept, never answer).
     `listen()` can be delayed to model a provider that refuses connections until it starts."""
 
     def __init__(self, certs: Path, port: int):
@@ -58,6 +59,11 @@ class Provider:
         # curl and wait-for-idp still negotiate TLS 1.3 with this server.
         self.ctx.set_ciphers("ALL:@SECLEVEL=0")
         self.server = None
+
+    def big(self):
+        """The document with a member padded so that the body is 16 MiB less 4 KiB."""
+        pad = 16 * 1048576 - 4096 - len(self.doc) - len(',"x-pad":""')
+        return self.doc[:-1] + b',"x-pad":"' + b"x" * pad + b'"}'
 
     def listen(self):
         provider = self
@@ -76,8 +82,8 @@ class Provider:
 
             def do_GET(self):
                 provider.requests += 1
-                if provider.mode == "ready" and self.path == "/.well-known/openid-configuration":
-                    body, status = provider.doc, 200
+                if provider.mode in ("ready", "big") and self.path == "/.well-known/openid-configuration":
+                    body, status = provider.big() if provider.mode == "big" else provider.doc, 200
                 else:
                     body, status = b"<html>503 Service Temporarily Unavailable</html>", 503
                 self.send_response(status)
@@ -328,6 +334,25 @@ def measure_one_check(args, certs, rows):
     rows.append((f"ready provider, wait-for-idp with defaults, not --once ({args.runs} runs)",
                  f"median {median(defaults) * 1000:.1f} ms, max {max(defaults) * 1000:.1f} ms",
                  "median ≤ 2× --once's", median(defaults) <= 2 * once_wall))
+    provider.close()
+
+
+def measure_big_document(args, certs, rows):
+    """One check of a document just under the 16 MiB body bound: peak RSS, median of N. The body
+    grows as it comes (nothing near the bound is allocated ahead), so a normal document costs
+    what it did; this is the most a document can cost."""
+    provider = serving(certs, "big")
+    issuer = f"https://localhost:{provider.port}"
+    walls, rss = [], []
+    for k in range(args.runs):
+        progress(f"big document: run {k + 1} of {args.runs}")
+        wall, peak, code = run_measured([args.bin, "--once", "--issuer", issuer, "--ca-file", str(certs / "ca.pem")])
+        if code != 0:
+            raise SystemExit(f"wait-for-idp (16 MiB document) failed: exit {code}")
+        walls.append(wall)
+        rss.append(peak)
+    rows.append((f"one check of a 16 MiB document (the body bound): wait-for-idp --once (median of {args.runs})",
+                 f"{median(walls) * 1000:.1f} ms, peak RSS {median(rss) / 1024:.1f} MiB", "", None))
     provider.close()
 
 
@@ -617,6 +642,7 @@ def plot_herd(series, n, path):
 MEASURES = {
     "sizes": measure_sizes,
     "one-check": measure_one_check,
+    "big-document": measure_big_document,
     "lag": measure_lag,
     "load": measure_load,
     "deadline": measure_deadline,

@@ -6,13 +6,26 @@ use crate::rules::authorization_server::{MetadataKind, Rules, validate_document,
 use crate::rules::printable_excerpt;
 use crate::url;
 
-/// Document validation over arbitrary bytes: never panics, and never accepts a document for
-/// another issuer, or an OIDC document without `jwks_uri`. The first line, if any, is the
+/// Document validation over arbitrary bytes: never panics (nor overflows its stack, however deep
+/// the nesting), never accepts a document for another issuer, an OIDC document without
+/// `jwks_uri`, or one whose checked members held invalid UTF-8 or a lone surrogate; and JSON text
+/// Go's scanner accepts is always text serde_json reads once rewritten. The first line, if any, is the
 /// configured issuer; the rest is the body.
 pub fn document(data: &[u8]) {
     let (issuer, body) = match data.iter().position(|b| *b == b'\n') {
         Some(i) => (String::from_utf8_lossy(&data[..i]).into_owned(), &data[i + 1..]),
         None => ("https://issuer.example".to_string(), data),
+    };
+    // JSON text as Go reads it: whatever Go's scanner accepts, serde_json reads once rewritten
+    // (no depth, surrogate, UTF-8 or range error left), and without recursion on the way.
+    let read = crate::rules::json_text::read(body);
+    if let Ok(text) = &read {
+        let parsed = serde_json::from_str::<serde_json::Value>(&text.text);
+        assert!(parsed.is_ok(), "Go's scanner accepts, serde_json refuses: {parsed:?}");
+    }
+    let repaired = |name: &str| {
+        let fold = crate::rules::json_text::go_fold;
+        read.as_ref().is_ok_and(|t| t.repaired.iter().any(|(m, _)| fold(m) == fold(name)))
     };
     for kind in [MetadataKind::Oidc, MetadataKind::OAuth] {
         for strict in [false, true] {
@@ -21,6 +34,9 @@ pub fn document(data: &[u8]) {
                 assert_eq!(doc.issuer, issuer, "accepted a document for another issuer");
                 if kind == MetadataKind::Oidc {
                     assert!(doc.jwks_uri.is_some(), "accepted an OIDC document without jwks_uri");
+                }
+                for member in ["issuer", "jwks_uri", "authorization_endpoint", "token_endpoint"] {
+                    assert!(!repaired(member), "accepted {member} holding text Go reads as U+FFFD");
                 }
             }
         }

@@ -1,5 +1,5 @@
 //! Failure messages say what is actually wrong rather than a plausible guess: hosts that differ
-//! only in case, a body encoded although no encoding was asked for, a 401 on discovery (a wrong
+//! only in case, a body encoded although only gzip was asked for, a 401 on discovery (a wrong
 //! path or a disabled issuer), `--check-jwks` where only HS256 is offered (no public key can
 //! exist, so no gateway or network policy is blamed). Certificate problems are explained in
 //! `tls_trust.rs`, bad input in `configuration.rs`.
@@ -21,19 +21,19 @@ fn messages_say_what_is_actually_wrong() {
     assert!(!r.log().contains("the paths differ"), "{}", r.log());
     assert!(!r.log().contains(" left)"), "--once has no time left to speak of: {}", r.log());
 
-    // A body encoded although no encoding was asked for.
-    let gz = Provider::start(
+    // A body encoded although only gzip was asked for (as Go's transport asks), and not JSON.
+    let br = Provider::start(
         tls_mode(ca.leaf(&["localhost"])),
         Arc::new(|_, _| Reply::Response {
             status: 200,
-            headers: vec![("Content-Encoding".into(), "gzip".into())],
+            headers: vec![("Content-Encoding".into(), "br".into())],
             body: vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3],
         }),
     );
-    let mut cmd = gate_for(&ca, &gz.issuer(""));
+    let mut cmd = gate_for(&ca, &br.issuer(""));
     cmd.arg("--once");
     let r = run(cmd);
-    assert_logged(&r, &["body: the body is gzip-encoded although"]);
+    assert_logged(&r, &["body: the body is br-encoded although the gate asked only for gzip"]);
     assert!(!r.log().contains("UTF-8"), "{}", r.log());
 
     // 401 on discovery: a wrong path or a disabled issuer, not only a network policy.

@@ -1,6 +1,9 @@
-//! The document rules over real providers' documents (tests/fixtures, see SOURCES.md there).
+//! The document rules over real providers' documents (tests/fixtures, see SOURCES.md there), and
+//! a document as Go's client receives and reads it: asked for and sent gzipped, fetched with the
+//! Host header the URL gives, its JSON text read as encoding/json reads it.
 
-use crate::support::fixture;
+use crate::network_faults::gzip;
+use crate::support::*;
 use wait_for_idp::rules::authorization_server::{
     DocumentProblem, MetadataKind, Rules, validate_document, well_known_url,
 };
@@ -105,4 +108,59 @@ fn well_known_urls_for_real_issuers() {
         well_known_url(&kc, MetadataKind::OAuth),
         "https://identity.mafiasi.de/.well-known/oauth-authorization-server/auth/realms/simple_openid_test"
     );
+}
+
+/// Go's transport sends `Accept-Encoding: gzip` and decodes a gzipped body; it writes the Host
+/// header as the URL gives it, a default port included, so a provider that builds its issuer from
+/// Host (here `https://localhost:443`, reached through `--connect-to`) publishes what the client
+/// compares.
+#[test]
+fn a_gzipped_document_passes_and_host_is_the_urls() {
+    let ca = TestCa::new();
+    let p = Provider::start(
+        tls_mode(ca.leaf(&["localhost"])),
+        reply(|req, _| {
+            let host = req.header("host").unwrap_or_default();
+            let doc = discovery_doc(&format!("https://{host}"));
+            match req.header("accept-encoding") {
+                Some("gzip") => Reply::Response {
+                    status: 200,
+                    headers: vec![("Content-Encoding".into(), "gzip".into())],
+                    body: gzip(doc.as_bytes()),
+                },
+                _ => Reply::json(406, "{}"),
+            }
+        }),
+    );
+    let to = format!("localhost:443:localhost:{}", p.port());
+    let r = run_args(gate_for(&ca, "https://localhost:443"), &["--once", "--connect-to", &to]);
+    assert_exit(&r, 0);
+    assert_eq!(p.seen.lock().unwrap()[0].header("host"), Some("localhost:443"));
+}
+
+/// Outside the members the rules check, JSON text is read as Go's encoding/json reads it: invalid
+/// UTF-8 and a lone surrogate become U+FFFD, nesting may go 10,000 levels deep, a number out of
+/// float range is never converted. In a member the rules check, such text fails.
+#[test]
+fn json_text_is_read_as_go_reads_it() {
+    let ca = TestCa::new();
+    let deep = format!("{}1{}", "[".repeat(9_999), "]".repeat(9_999));
+    let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", move |iss| {
+        let doc = discovery_doc(iss);
+        let mut lenient = doc.trim_end().trim_end_matches('}').as_bytes().to_vec();
+        lenient.extend(b",\"x-name\":\"caf\xe9 \\ud800\",\"x-n\":1e400,\"x-deep\":");
+        lenient.extend(deep.as_bytes());
+        lenient.push(b'}');
+        let bad = doc.replacen("\"jwks_uri\":\"", "\"jwks_uri\":\"\\udc00", 1);
+        reply(move |req, _| match req.path.as_str() {
+            WELL_KNOWN => Reply::Response { status: 200, headers: vec![], body: lenient.clone() },
+            "/bad/.well-known/openid-configuration" => Reply::json(200, bad.clone()),
+            _ => Reply::json(404, "{}"),
+        })
+    });
+    let r = run_args(gate_for(&ca, &iss), &["--once"]);
+    assert_exit(&r, 0);
+    let r = run_args(gate_for(&ca, &format!("{iss}/bad")), &["--once"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["member \"jwks_uri\" holds a lone UTF-16 surrogate"]);
 }

@@ -443,7 +443,7 @@ fn go_oidc_and_the_gate_agree_on_documents() {
         ("201 Created", |i| (201, "application/json", discovery_doc(i)), None),
     ];
     let oracle = real_bin("oidc-discover");
-    let cases: Vec<Case> = bodies
+    let mut cases: Vec<Case> = bodies
         .into_iter()
         .map(|(name, body, differs)| {
             let (p, issuer) = stand_in(ca.leaf(&["localhost"]), move |issuer, req| {
@@ -458,6 +458,7 @@ fn go_oidc_and_the_gate_agree_on_documents() {
             c
         })
         .collect();
+    cases.extend(fetching_cases(&ca));
     let client = |c: &Case| {
         let issuer = &c.env[0].1;
         let out = Command::new(&oracle).env("ISSUER", issuer).env("CA_FILE", &c.env[1].1).output().unwrap();
@@ -465,6 +466,139 @@ fn go_oidc_and_the_gate_agree_on_documents() {
         (out.status.success(), if out.status.success() { "ok".into() } else { short(&said) })
     };
     report("go-oidc", "go-oidc v3.21.0 NewProvider", &measure(cases, &client));
+}
+
+/// How Go's client fetches and reads a document (net/http's transport and `http.Client`,
+/// encoding/json), against the gate: compression, redirects, bounds and JSON text.
+fn fetching_cases(ca: &TestCa) -> Vec<Case> {
+    type Serve = Box<dyn Fn(&str, &Request) -> Reply + Send + Sync>;
+    let extended = |extra: &'static str| -> Serve {
+        Box::new(move |i, _| {
+            let doc = discovery_doc(i);
+            Reply::json(200, format!("{},{extra}}}", doc.trim_end().trim_end_matches('}')))
+        })
+    };
+    let hops = |n: usize| -> Serve {
+        Box::new(move |i, req| {
+            let at: usize = req.path.strip_prefix("/hop").map_or(0, |h| h.parse().unwrap_or(0));
+            if at == n { Reply::json(200, discovery_doc(i)) } else { Reply::redirect(302, &format!("/hop{}", at + 1)) }
+        })
+    };
+    // The downgrade: the document for the https issuer, served over plain http.
+    let issuer_of_plain = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let known = issuer_of_plain.clone();
+    let plain = Provider::start(Mode::Plain, reply(move |_, _| Reply::json(200, discovery_doc(known.get().unwrap()))));
+    let plain_url = format!("http://localhost:{}/doc", plain.port());
+    let rows: Vec<(&str, Serve, Option<&'static str>)> = vec![
+        (
+            "gzip-encoded document",
+            Box::new(|i, req| match req.header("accept-encoding") {
+                Some(e) if e.contains("gzip") => Reply::Response {
+                    status: 200,
+                    headers: vec![("Content-Encoding".into(), "gzip".into())],
+                    body: crate::network_faults::gzip(discovery_doc(i).as_bytes()),
+                },
+                _ => Reply::json(406, "{}"),
+            }),
+            None,
+        ),
+        (
+            "deflate-encoded document, not asked for",
+            Box::new(|i, _| Reply::Response {
+                status: 200,
+                headers: vec![("Content-Encoding".into(), "deflate".into())],
+                body: miniz_oxide::deflate::compress_to_vec(discovery_doc(i).as_bytes(), 6),
+            }),
+            None,
+        ),
+        ("nine redirects", hops(9), None),
+        ("ten redirects", hops(10), None),
+        (
+            "redirect to another origin (localhost to 127.0.0.1)",
+            Box::new(|i, req| match req.path.as_str() {
+                WELL_KNOWN => Reply::redirect(302, &i.replace("localhost", "127.0.0.1")),
+                _ => Reply::json(200, discovery_doc(i)),
+            }),
+            None,
+        ),
+        (
+            "redirect from https to plain http",
+            Box::new(move |_, _| Reply::redirect(302, &plain_url)),
+            Some("a downgrade is refused (Go follows it): the document would come over plain http"),
+        ),
+        ("lone surrogate outside the members read", extended(r#""x-name":"\ud800""#), None),
+        (
+            "invalid UTF-8 outside the members read",
+            Box::new(|i, _| {
+                let mut body = discovery_doc(i).trim_end().trim_end_matches('}').as_bytes().to_vec();
+                body.extend(b",\"x-name\":\"caf\xe9\"}");
+                Reply::Response { status: 200, headers: vec![], body }
+            }),
+            None,
+        ),
+        (
+            "lone surrogate in the issuer",
+            Box::new(|i, _| Reply::json(200, discovery_doc(i).replacen("\"issuer\":\"", "\"issuer\":\"\\udc00", 1))),
+            None,
+        ),
+        ("number out of float range outside the members read", extended(r#""x-n":1e400"#), None),
+        (
+            "nesting 10,000 levels deep outside the members read",
+            Box::new(|i, _| {
+                let deep = format!("{}1{}", "[".repeat(9_999), "]".repeat(9_999));
+                Reply::json(200, format!("{},\"x-deep\":{deep}}}", discovery_doc(i).trim_end().trim_end_matches('}')))
+            }),
+            None,
+        ),
+        (
+            "nesting 10,001 levels deep",
+            Box::new(|i, _| {
+                let deep = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
+                Reply::json(200, format!("{},\"x-deep\":{deep}}}", discovery_doc(i).trim_end().trim_end_matches('}')))
+            }),
+            None,
+        ),
+        (
+            "1.5 MiB of response headers",
+            Box::new(|i, _| {
+                let pad = "x".repeat(15_000);
+                let headers: Vec<(&str, &str)> = vec![("X-Pad", pad.as_str()); 100];
+                Reply::with_headers(200, &headers, discovery_doc(i))
+            }),
+            Some("the gate reads 1 MiB of response headers (Go 10 MiB): no provider sends a thousandth of that"),
+        ),
+        (
+            "130 response header fields",
+            Box::new(|i, _| Reply::with_headers(200, &[("X-Pad", "1"); 130], discovery_doc(i))),
+            Some("ureq reads at most 128 header fields (Go has no count limit): real providers send about 20"),
+        ),
+        (
+            "document of 17 MiB",
+            Box::new(|i, _| {
+                Reply::json(
+                    200,
+                    format!(
+                        "{},\"x-pad\":\"{}\"}}",
+                        discovery_doc(i).trim_end().trim_end_matches('}'),
+                        "x".repeat(17 << 20)
+                    ),
+                )
+            }),
+            Some("the gate reads 16 MiB of body (oauth2-proxy reads without a bound): real documents are 1-10 KiB"),
+        ),
+    ];
+    let ca_file = ca.ca_arg();
+    let mut cases = Vec::new();
+    for (name, serve, differs) in rows {
+        let (p, issuer) = stand_in(ca.leaf(&["localhost", "127.0.0.1"]), move |i, req| serve(i, req));
+        let mut c = case_env(name, env_for(&issuer, Some(&ca_file))).keep(p);
+        c.differs = differs;
+        cases.push(c);
+    }
+    let downgrade = cases.iter_mut().find(|c| c.name.contains("plain http")).unwrap();
+    issuer_of_plain.set(downgrade.env[0].1.clone()).unwrap();
+    downgrade.keep.push(Box::new(plain));
+    cases
 }
 
 fn without(issuer: &str, member: &str) -> String {

@@ -64,7 +64,7 @@ const RESERVED: &[(&str, &str)] = &[
         "proxy-authorization",
         "it is the proxy's, not the provider's; put the credentials in the proxy URL (HTTPS_PROXY)",
     ),
-    ("accept-encoding", "the gate reads bodies as sent and asks for no encoding, as the clients it stands for do"),
+    ("accept-encoding", "the gate asks for gzip and decodes it itself, as Go's transport does"),
     ("mcp-protocol-version", "the gate sends it as MCP clients do, under --metadata auto and --resource"),
 ];
 

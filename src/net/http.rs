@@ -1,13 +1,17 @@
 //! One bounded HTTP GET: the agent, its TLS roots, its limits and its redirect rules.
 //!
 //! Every byte from the network is treated as hostile: the whole exchange, DNS to last body byte
-//! and every redirect hop, runs under one time budget; bodies stop at [`BODY_LIMIT`]; redirects
-//! are followed by hand so that they stay on the origin the user configured (a bearer token is
-//! never carried elsewhere) and never downgrade to plain http. Each fetch records its stage in a
-//! [`Progress`], so that whoever gives up waiting on it can say where it hung.
+//! and every redirect hop, runs under one time budget; response headers stop at [`HEADER_LIMIT`]
+//! and bodies at [`BODY_LIMIT`], decoded; redirects are followed by hand ([`super::redirect`]:
+//! the token never leaves the origin, and never downgrades to plain http). The request is the one
+//! Go's transport writes: `Accept-Encoding: gzip` (the body decoded), and the Host header as the
+//! URL gives it. Each fetch records its stage in a [`Progress`], so that whoever gives up waiting
+//! on it can say where it hung.
 
-use super::plain::PlainWatch;
+use super::gzip::{self, GzipProblem};
+use super::plain::{Http2Only, PlainWatch, http2_only};
 use super::proxy::{self, ProxyConnector, ProxyFailure};
+use super::redirect::{Chain, Request};
 use super::tls::{self, TlsConnector, TlsSettings};
 use crate::config::{ConnectTo, Network, ProxySettings, Route};
 use crate::human::secs;
@@ -21,11 +25,19 @@ use ureq::Agent;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{Connector, NextTimeout, TcpConnector};
 
-/// Largest body accepted. Real discovery documents are 1-10 KiB; anything near this is a
-/// misbehaving server, and reading on would only delay the verdict.
-pub(crate) const BODY_LIMIT: u64 = 1024 * 1024;
-/// Same-origin redirect hops followed before giving up.
-pub(crate) const MAX_REDIRECTS: usize = 5;
+/// Largest body accepted, after decoding. Real discovery documents are 1-10 KiB, but
+/// oauth2-proxy reads a body without a bound: this one only stops a server that never ends
+/// (a listed difference). The body grows as it comes; nothing near this is allocated ahead.
+pub(crate) const BODY_LIMIT: usize = 16 * 1024 * 1024;
+/// Largest response head (status line and headers). Go allows 10 MiB (`MaxResponseHeaderBytes`'s
+/// default, a listed difference); no provider comes near either.
+pub(crate) const HEADER_LIMIT: usize = 1024 * 1024;
+/// Each connection's own read buffer; the response head collects in a buffer that grows
+/// ([`PlainWatch`]), so this is only how much one read takes (a TLS record is at most 16 KiB).
+const READ_BUFFER: usize = 16 * 1024;
+/// Each connection's write buffer: one request line or header field must fit, and the longest
+/// URL the gate accepts is 64 KiB (`url::MAX_LEN`). Written in full (ureq zeroes it), so no larger.
+const WRITE_BUFFER: usize = url::MAX_LEN + 16 * 1024;
 
 /// A complete response: the body was read to its end, within the limit.
 #[derive(Debug, Clone, Default)]
@@ -77,9 +89,12 @@ pub(crate) enum FetchError {
         host: String,
     },
     TlsOther(String),
-    /// A redirect not followed (to another origin, from https to plain http, a loop, too many,
-    /// no Location): MCP clients get the 3xx back and move on to their next URL.
+    /// A redirect not followed (from https to plain http, a loop, too many, no Location): MCP
+    /// clients get the 3xx back and move on to their next URL.
     Redirect(String),
+    /// A redirect to another origin under MCP's rule ([`super::redirect::Redirects::SameOrigin`]),
+    /// to the URL given (redacted).
+    CrossOrigin(String),
     Body(String),
     Protocol(String),
     /// The proxy the URL goes through failed, or cannot be used: said naming the proxy
@@ -116,6 +131,7 @@ impl fmt::Display for FetchError {
             FetchError::Refused { host } => write!(f, "connection refused by {host} (nothing listening yet)"),
             FetchError::Tls { host, error } => f.write_str(&tls::explain(host, error)),
             FetchError::ClientCertificateRequired { host } => f.write_str(&tls::client_certificate_required(host)),
+            FetchError::CrossOrigin(to) => write!(f, "refused redirect to another origin ({to})"),
             FetchError::Connect(d)
             | FetchError::TlsOther(d)
             | FetchError::Redirect(d)
@@ -218,6 +234,9 @@ impl HttpClient {
             .proxy(None)
             .max_idle_connections(0)
             .max_idle_connections_per_host(0)
+            .max_response_header_size(HEADER_LIMIT)
+            .input_buffer_size(READ_BUFFER)
+            .output_buffer_size(WRITE_BUFFER)
             .user_agent(concat!("wait-for-idp/", env!("CARGO_PKG_VERSION")))
             .accept("application/json")
             .build();
@@ -244,38 +263,31 @@ impl HttpClient {
         Agent::with_parts(self.config.clone(), connector, resolver)
     }
 
-    /// GETs `url` within `budget`, following same-origin redirects. `headers` go to every hop
-    /// (all hops share the origin).
+    /// GETs `url` within `budget`, following redirects by `request`'s rules; its secrets go
+    /// only to hops on `url`'s origin.
     pub(crate) fn get(
         &self,
         url: &str,
         budget: Duration,
-        headers: &[(&str, String)],
+        request: &Request<'_>,
         progress: &Arc<Progress>,
     ) -> Result<Fetched, FetchError> {
         let started = Instant::now();
-        let origin = url::split(url).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?.origin();
+        let mut chain = Chain::new(url, request.redirects)?;
         let mut current = url.to_string();
-        let mut visited = vec![current.clone()];
         loop {
             let left = budget.saturating_sub(started.elapsed());
             if left.is_zero() {
                 let (stage, host) = progress.at();
                 return Err(FetchError::TimedOut { stage, host, after: budget });
             }
-            let fetched = self.get_once(&current, left, headers, progress)?;
+            let secrets = if chain.on_origin { request.secrets.as_slice() } else { &[] };
+            let headers: Vec<_> = request.headers.iter().chain(secrets).collect();
+            let fetched = self.get_once(&current, left, &headers, progress)?;
             if !matches!(fetched.status, 301 | 302 | 303 | 307 | 308) {
                 return Ok(fetched);
             }
-            let next = next_hop(&current, &fetched, &origin)?;
-            if visited.contains(&next) {
-                return Err(FetchError::Redirect(format!("redirect loop at {}", url::redact(&next))));
-            }
-            if visited.len() > MAX_REDIRECTS {
-                return Err(FetchError::Redirect(format!("more than {MAX_REDIRECTS} redirects")));
-            }
-            visited.push(next.clone());
-            current = next;
+            current = chain.follow(&current, &fetched)?;
         }
     }
 
@@ -283,14 +295,29 @@ impl HttpClient {
         &self,
         target: &str,
         budget: Duration,
-        headers: &[(&str, String)],
+        headers: &[&(&str, String)],
         progress: &Arc<Progress>,
     ) -> Result<Fetched, FetchError> {
         let parts = url::split(target).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
         let host = parts.bare_host().to_string();
         progress.enter(Stage::Resolving, &host);
         let agent = self.agent(progress);
-        let mut request = agent.get(target).config().timeout_global(Some(budget)).proxy(None).build();
+        // Go writes the URL's host as given, a default port too (`https://h:443/` sends
+        // `Host: h:443`); ureq would drop it, and a provider that builds its issuer from Host
+        // then publishes another one than the client compares.
+        let mut request = agent
+            .get(target)
+            .config()
+            .timeout_global(Some(budget))
+            .proxy(None)
+            .build()
+            .header("host", parts.authority);
+        // Go's transport asks for gzip and decodes it itself, unless the caller asked for an
+        // encoding (a --header-file may): then the body is the caller's to decode, as here.
+        let asks_gzip = !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("accept-encoding"));
+        if asks_gzip {
+            request = request.header("accept-encoding", "gzip");
+        }
         for (name, value) in headers {
             request = request.header(*name, value);
         }
@@ -298,10 +325,12 @@ impl HttpClient {
         progress.enter(Stage::ReadingBody, &host);
         let status = response.status().as_u16();
         let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let encoding = header("content-encoding").filter(|e| !e.trim().eq_ignore_ascii_case("identity"));
+        let gzipped = asks_gzip && encoding.as_deref().is_some_and(|e| e.eq_ignore_ascii_case("gzip"));
         let mut fetched = Fetched {
             status,
             content_type: header("content-type"),
-            content_encoding: header("content-encoding").filter(|e| !e.trim().eq_ignore_ascii_case("identity")),
+            content_encoding: encoding.filter(|_| !gzipped),
             retry_after: header("retry-after"),
             www_authenticate: challenges(response.headers()),
             stream: false,
@@ -313,14 +342,26 @@ impl HttpClient {
             fetched.stream = true;
             return Ok(fetched);
         }
-        fetched.body = response
-            .body_mut()
-            .with_config()
-            .limit(BODY_LIMIT)
-            .read_to_vec()
-            .map_err(|e| classify(e, progress, budget))?;
+        let limit = u64::try_from(BODY_LIMIT).unwrap_or(u64::MAX);
+        let body = response.body_mut().with_config().limit(limit).read_to_vec();
+        fetched.body = body.map_err(|e| classify(e, progress, budget))?;
+        if gzipped {
+            fetched.body = gzip::decode(&fetched.body, BODY_LIMIT).map_err(|problem| match problem {
+                GzipProblem::TooLarge { limit } => FetchError::Body(too_large(limit, " once gzip-decoded")),
+                GzipProblem::Invalid(why) => FetchError::Body(format!("gzip body from {host} not decoded: {why}")),
+            })?;
+        }
         Ok(fetched)
     }
+}
+
+/// The failure of a body over `limit` bytes, naming the bound.
+fn too_large(limit: usize, how: &str) -> String {
+    format!(
+        "body larger than {} MiB{how}: the gate reads no more (oauth2-proxy would read on; no discovery document \
+         comes near this)",
+        limit / (1024 * 1024)
+    )
 }
 
 /// Every `WWW-Authenticate` field line as one list (RFC 9110 §5.3), obs-text kept.
@@ -348,35 +389,6 @@ pub(crate) fn retry_after(raw: &str, now: SystemTime) -> Option<Duration> {
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-/// How a refused cross-origin redirect's message starts. Which flag could point the gate at the
-/// final location depends on the link and the run, so the prober adds that.
-pub(crate) const CROSS_ORIGIN: &str = "refused redirect to another origin";
-
-/// Where a redirect leads: resolved as RFC 3986 says, and only on the same origin, never from
-/// https to http.
-fn next_hop(current: &str, fetched: &Fetched, origin: &str) -> Result<String, FetchError> {
-    let location = fetched
-        .location
-        .as_deref()
-        .ok_or_else(|| FetchError::Redirect(format!("HTTP {} redirect without a Location header", fetched.status)))?;
-    let resolved = url::resolve(current, location)
-        .map_err(|why| FetchError::Redirect(format!("redirect to {:?}: {why}", url::redact(location))))?;
-    // A fragment is never sent (RFC 9110 §7.1).
-    let next = resolved.split('#').next().unwrap_or_default().to_string();
-    let next_parts =
-        url::split(&next).map_err(|p| FetchError::Redirect(format!("redirect to {:?}: {p}", url::redact(&next))))?;
-    if current.starts_with("https://") && next_parts.scheme == "http" {
-        return Err(FetchError::Redirect(format!(
-            "refused redirect from https to plain http ({})",
-            url::redact(&next)
-        )));
-    }
-    if next_parts.origin() != origin {
-        return Err(FetchError::Redirect(format!("{CROSS_ORIGIN} ({})", url::redact(&next))));
-    }
-    Ok(next)
-}
-
 /// Maps ureq's errors onto the failure kinds a user can act on, using the stage the exchange
 /// had reached.
 fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError {
@@ -388,7 +400,9 @@ fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError
     }
     let in_body = stage == Stage::ReadingBody;
     let tls_failure = |error: rustls::Error| {
-        if progress.client_cert_requested() {
+        if error == rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol) {
+            FetchError::Protocol(http2_only(&host, "refused ALPN http/1.1 in the TLS handshake"))
+        } else if progress.client_cert_requested() {
             FetchError::ClientCertificateRequired { host: host.clone() }
         } else {
             FetchError::Tls { host: host.clone(), error }
@@ -398,9 +412,11 @@ fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError
         ureq::Error::Timeout(_) => FetchError::TimedOut { stage, host, after: budget },
         ureq::Error::Rustls(error) => tls_failure(error),
         ureq::Error::Tls(msg) => FetchError::TlsOther(msg.to_string()),
-        ureq::Error::BodyExceedsLimit(_) => {
-            FetchError::Body(format!("body larger than {} KiB: not a discovery document", BODY_LIMIT / 1024))
-        }
+        ureq::Error::BodyExceedsLimit(_) => FetchError::Body(too_large(BODY_LIMIT, "")),
+        ureq::Error::LargeResponseHeader(..) => FetchError::Protocol(format!(
+            "response headers from {host} larger than {} MiB: the gate reads no more (Go reads up to 10 MiB)",
+            HEADER_LIMIT / (1024 * 1024)
+        )),
         ureq::Error::HostNotFound => FetchError::Dns { host, detail: "no address".into() },
         ureq::Error::Io(io) => {
             if let Some(proxy) = io.get_ref().and_then(|i| i.downcast_ref::<ProxyFailure>()) {
@@ -411,6 +427,9 @@ fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError
             }
             if let Some(tls) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
                 return tls_failure(tls.clone());
+            }
+            if io.get_ref().is_some_and(|i| i.is::<Http2Only>()) {
+                return FetchError::Protocol(http2_only(&host, "answered with an HTTP/2 frame"));
             }
             match io.kind() {
                 io::ErrorKind::ConnectionRefused if stage <= Stage::Connecting => FetchError::Refused { host },
@@ -430,6 +449,10 @@ fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError
         }
         other if in_body => FetchError::Body(format!("body cut short: {}", url::redact(&other.to_string()))),
         ureq::Error::ConnectionFailed => FetchError::Connect(format!("connection to {host} failed")),
+        ureq::Error::Protocol(ureq_proto::Error::HttpParseTooManyHeaders) => FetchError::Protocol(format!(
+            "more than {} response header fields from {host}: this build reads no more (Go has no such limit)",
+            ureq_proto::client::MAX_RESPONSE_HEADERS
+        )),
         ureq::Error::Protocol(p) => FetchError::Protocol(format!("malformed HTTP response: {p}")),
         other => FetchError::Connect(url::redact(&other.to_string())),
     }

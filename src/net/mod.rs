@@ -5,11 +5,16 @@
 //! - [`proxy`]: the connection through a proxy, as Go's Transport makes it (http, https,
 //!   SOCKS5), on the route Go's `ProxyFromEnvironment` gives (`config::ProxySettings`);
 //! - [`socks`]: the SOCKS5 handshake;
-//! - [`http`]: the GET itself, with `--connect-to`, redirects and a bounded body;
-//! - [`plain`]: a plain-HTTP connection, watched for an answer in TLS.
+//! - [`http`]: the GET itself, with `--connect-to` and a bounded body;
+//! - [`redirect`]: which redirects are followed, and which headers go along;
+//! - [`gzip`]: a gzip body decoded as Go's transport decodes it;
+//! - [`plain`]: the connection as ureq reads it: a growing input buffer, watched for an answer
+//!   in TLS or in HTTP/2.
 
+pub(crate) mod gzip;
 pub(crate) mod http;
 pub(crate) mod plain;
 pub(crate) mod proxy;
+pub(crate) mod redirect;
 mod socks;
 pub(crate) mod tls;

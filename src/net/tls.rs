@@ -49,11 +49,14 @@ impl TlsSettings {
     /// A client configuration for one connection, reporting to `progress` whether the server
     /// asks for a client certificate.
     fn client_config(&self, progress: Arc<Progress>) -> Result<Arc<ClientConfig>, rustls::Error> {
-        let config = ClientConfig::builder_with_provider(self.provider.clone())
+        let mut config = ClientConfig::builder_with_provider(self.provider.clone())
             .with_safe_default_protocol_versions()?
             .dangerous()
             .with_custom_certificate_verifier(self.verifier.clone())
             .with_client_cert_resolver(Arc::new(NoClientCert { progress }));
+        // ALPN as Go offers it, less h2 (no HTTP/2 here): a server that speaks only h2 then says
+        // so in the handshake (no_application_protocol) rather than in frames.
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Arc::new(config))
     }
 }

@@ -120,21 +120,19 @@ impl Failure {
     }
 }
 
-/// What to do about a refused cross-origin redirect, naming the flag that reaches the link:
-/// `--discovery-url` for an issuer's metadata and `--jwks-url` for its keys (both only when the
-/// run waits for that one issuer, `own` here), `--resource` for the resource's metadata. A
-/// link a resource's metadata names is the resource's to fix: no flag reaches it.
+/// What to do about a cross-origin redirect refused by MCP's rule (the SDK follows none; Go's
+/// rule follows them, so JWK Sets and plain OIDC discovery never get here), naming the flag that
+/// reaches the link: `--discovery-url` for an issuer's metadata (only when the run waits for that
+/// one issuer, `own` here), `--resource` for the resource's metadata. A link a resource's
+/// metadata names is the resource's to fix: no flag reaches it.
 pub(super) fn redirect_hint(link: Link, own: bool) -> &'static str {
     match (link, own) {
         (Link::Metadata, true) => "; point --discovery-url at the final location",
-        (Link::Jwks, true) => "; point --jwks-url at the final location",
         (Link::ResourceMetadata, _) => "; if the resource itself lives there, give that URL as --resource",
         (Link::Metadata, false) => {
             "; serve the metadata on the issuer's own origin (--discovery-url takes a single --issuer, no --resource)"
         }
-        (Link::Jwks, false) => {
-            "; serve the keys where jwks_uri says (--jwks-url takes a single --issuer, no --resource)"
-        }
+        (Link::Jwks, _) => "",
     }
 }
 
@@ -183,7 +181,7 @@ fn fetch_failure(e: FetchError) -> Failure {
         FetchError::Tls { .. } | FetchError::ClientCertificateRequired { .. } | FetchError::TlsOther(_) => {
             FailureClass::Tls
         }
-        FetchError::Redirect(_) => FailureClass::HttpStatus,
+        FetchError::Redirect(_) | FetchError::CrossOrigin(_) => FailureClass::HttpStatus,
         FetchError::Body(_) | FetchError::Protocol(_) => FailureClass::Body,
         FetchError::Proxy(_) => FailureClass::Proxy,
     };
@@ -252,7 +250,10 @@ pub(super) fn usable_body(fetched: &Fetched) -> Result<&[u8], Failure> {
     if fetched.status != 200 {
         return Err(status_failure(fetched));
     }
-    if let Some(encoding) = &fetched.content_encoding {
+    // Go hands such a body to json.Unmarshal as it is: it fails unless it is JSON after all.
+    if let Some(encoding) = &fetched.content_encoding
+        && crate::rules::open_object(&fetched.body, &[]).is_err()
+    {
         return Err(Failure::new(FailureClass::Body, unasked_encoding(encoding)));
     }
     Ok(&fetched.body)
@@ -260,8 +261,8 @@ pub(super) fn usable_body(fetched: &Fetched) -> Result<&[u8], Failure> {
 
 fn unasked_encoding(encoding: &str) -> String {
     format!(
-        "the body is {encoding}-encoded although the gate asked for no encoding (it sends no Accept-Encoding); \
-         a server or proxy that compresses regardless breaks clients that do the same"
+        "the body is {encoding}-encoded although the gate asked only for gzip (Accept-Encoding: gzip, as Go's \
+         transport asks): a server or proxy that encodes regardless breaks the clients, which cannot decode it"
     )
 }
 
@@ -362,8 +363,11 @@ mod tests {
     #[test]
     fn a_200_counts_unless_its_body_was_encoded_unasked() {
         assert_eq!(usable_body(&fetched(200, None)).unwrap(), b"oops");
-        let gzipped = Fetched { content_encoding: Some("gzip".into()), ..fetched(200, None) };
-        assert_eq!(usable_body(&gzipped).unwrap_err().class, FailureClass::Body);
+        let brotli = Fetched { content_encoding: Some("br".into()), ..fetched(200, None) };
+        assert_eq!(usable_body(&brotli).unwrap_err().class, FailureClass::Body);
+        // Mislabelled but JSON: Go's json.Unmarshal reads it, and so does the gate.
+        let labelled = Fetched { content_encoding: Some("br".into()), body: b"{}".to_vec(), ..fetched(200, None) };
+        assert!(usable_body(&labelled).is_ok());
     }
 
     #[test]
@@ -381,7 +385,7 @@ mod tests {
     #[test]
     fn a_refused_redirect_names_the_flag_that_reaches_the_link() {
         assert!(redirect_hint(Link::Metadata, true).contains("--discovery-url"));
-        assert!(redirect_hint(Link::Jwks, true).contains("--jwks-url"));
+        assert_eq!(redirect_hint(Link::Jwks, true), "", "keys follow Go's rule: never refused for the origin");
         assert!(redirect_hint(Link::ResourceMetadata, false).contains("--resource"));
         assert!(redirect_hint(Link::Metadata, false).contains("single --issuer"));
     }

@@ -3,7 +3,7 @@
 //! `--check-jwks` a usable key in its JWK Set.
 
 use super::{Answer, Attempt, Failure, FailureClass, Link, ServerReady, moves_on, usable_body};
-use crate::net::http::{FetchError, Fetched};
+use crate::net::http::Fetched;
 use crate::rules::BodyProblem;
 use crate::rules::authorization_server::{self, Document, DocumentProblem};
 use crate::rules::authorization_server::{MetadataKind, Rules};
@@ -32,7 +32,7 @@ pub(super) fn discover(
         let fetched = match at.fetch_candidate(Link::Metadata, context, &candidate.url)? {
             Answer::Skipped(why) if last => {
                 // As any refused redirect: the same class, and the hint naming the flag that applies.
-                let mut failure = at.failure(Link::Metadata, context, FetchError::Redirect(why));
+                let mut failure = at.failure(Link::Metadata, context, why);
                 failure.detail.push_str(&before(&declined));
                 return Err(failure);
             }
@@ -92,7 +92,7 @@ pub(super) fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<Ser
 /// needs, and the fix is in the server's configuration.
 fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
     let class = match &problem {
-        DocumentProblem::Body(BodyProblem::NotUtf8 { .. }) => FailureClass::Body,
+        DocumentProblem::Body(BodyProblem::NotUtf8 { .. } | BodyProblem::Repaired { .. }) => FailureClass::Body,
         DocumentProblem::Body(_) | DocumentProblem::Json(_) | DocumentProblem::Duplicate(_) => FailureClass::Json,
         DocumentProblem::IssuerMismatch { .. } => FailureClass::IssuerMismatch,
         DocumentProblem::MissingField(_) | DocumentProblem::NotHttps(_) => FailureClass::MissingField,

@@ -18,6 +18,7 @@ use failure::{link_failure, moves_on, redirect_hint, refused_address, skipped_by
 
 use crate::config::{Checks, Target};
 use crate::net::http::{FetchError, Fetched, HttpClient};
+use crate::net::redirect::{Redirects, Request};
 use crate::progress::Progress;
 use crate::rules::authorization_server::MetadataKind;
 use crate::rules::authorization_server::{self, Document};
@@ -241,29 +242,39 @@ pub(crate) const MCP_PROTOCOL_VERSION: &str = "2025-11-25";
 /// does not follow, which MCP clients pass over (see [`Attempt::fetch_candidate`]).
 pub(crate) enum Answer {
     Got(Fetched),
-    /// Why the URL was passed over.
-    Skipped(String),
+    /// Why the URL was passed over: a [`FetchError::Redirect`] or [`FetchError::CrossOrigin`].
+    Skipped(FetchError),
 }
 
 impl Attempt<'_> {
-    fn headers_for(&self, link: Link, to: &str) -> Vec<(&str, String)> {
-        let mut headers = Vec::new();
-        if self.mcp && link != Link::Jwks {
-            headers.push(("mcp-protocol-version", MCP_PROTOCOL_VERSION.to_string()));
+    /// The request for `link` at `to`. An MCP client's discovery (not the keys, which a Go
+    /// resource server fetches) announces its protocol revision and follows redirects as the SDK
+    /// does, within the origin; everything else as Go's `http.Client`. Every header the user
+    /// gave (the token, each `--header-file`) is a secret: it goes only to the token's origins,
+    /// and never past a redirect to another origin ([`Request::secrets`]).
+    fn request_for(&self, link: Link, to: &str) -> Request<'_> {
+        let mcp = self.mcp && link != Link::Jwks;
+        let mut request = Request {
+            headers: Vec::new(),
+            secrets: Vec::new(),
+            redirects: if mcp { Redirects::SameOrigin } else { Redirects::Go },
+        };
+        if mcp {
+            request.headers.push(("mcp-protocol-version", MCP_PROTOCOL_VERSION.to_string()));
         }
         if carries_token(&self.token_origins, to) {
             if let Some(t) = &self.token {
-                headers.push(("authorization", format!("Bearer {t}")));
+                request.secrets.push(("authorization", format!("Bearer {t}")));
             }
-            headers.extend(self.headers.iter().map(|(name, value)| (name.as_str(), value.clone())));
+            request.secrets.extend(self.headers.iter().map(|(name, value)| (name.as_str(), value.clone())));
         }
-        headers
+        request
     }
 
     fn get(&self, link: Link, context: &str, to: &str) -> Result<Fetched, FetchError> {
         self.track.enter(link, context);
         let left = self.deadline.saturating_duration_since(Instant::now());
-        let fetched = self.client.get(to, left, &self.headers_for(link, to), &self.track.progress);
+        let fetched = self.client.get(to, left, &self.request_for(link, to), &self.track.progress);
         if let Ok(f) = &fetched {
             self.note_retry_after(f);
         }
@@ -288,7 +299,7 @@ impl Attempt<'_> {
         self.refuse_private(link, context)?;
         match fetched {
             Ok(fetched) => Ok(Answer::Got(fetched)),
-            Err(FetchError::Redirect(why)) => Ok(Answer::Skipped(why)),
+            Err(e @ (FetchError::Redirect(_) | FetchError::CrossOrigin(_))) => Ok(Answer::Skipped(e)),
             Err(e) => Err(self.failure(link, context, e)),
         }
     }
@@ -310,7 +321,7 @@ impl Attempt<'_> {
             other => other,
         };
         let rejected = matches!(e, FetchError::Tls { error: rustls::Error::InvalidCertificate(_), .. });
-        let cross_origin = matches!(&e, FetchError::Redirect(d) if d.starts_with(crate::net::http::CROSS_ORIGIN));
+        let cross_origin = matches!(e, FetchError::CrossOrigin(_));
         let mut failure = link_failure(link, context, e);
         if cross_origin {
             failure.detail.push_str(redirect_hint(link, context.is_empty() && self.checks.one_issuer));

@@ -122,7 +122,7 @@ pub(crate) fn location(jwks_uri: &str, transport: url::Transport) -> Result<Opti
 /// Checks a JWK Set body against the document's `id_token_signing_alg_values_supported`.
 /// Returns the number of keys.
 pub(crate) fn validate_jwks(body: &[u8], signing_algs: &[String]) -> Result<usize, JwksProblem> {
-    let (_, set) = open_object(body).map_err(JwksProblem::Body)?;
+    let (_, set) = open_object(body, &["keys"]).map_err(JwksProblem::Body)?;
     let Some(Value::Array(keys)) = set.get("keys") else {
         return Err(JwksProblem::NoKeysMember);
     };

@@ -114,7 +114,7 @@ pub(crate) fn validate(
     expected_resource: &str,
     transport: url::Transport,
 ) -> Result<ResourceMetadata, ResourceProblem> {
-    let (_, doc) = open_object(body).map_err(ResourceProblem::Body)?;
+    let (_, doc) = open_object(body, &["resource", "authorization_servers"]).map_err(ResourceProblem::Body)?;
     let Some(Value::String(resource)) = doc.get("resource") else {
         return Err(ResourceProblem::NoResource);
     };

@@ -41,7 +41,8 @@ impl Registration {
 
 /// How an MCP client can register with the server whose metadata `body` is.
 pub(crate) fn registration(body: &[u8]) -> Registration {
-    open_object(body).map_or(Registration::None, |(_, doc)| Registration::of(&doc))
+    let checked = ["registration_endpoint", "client_id_metadata_document_supported"];
+    open_object(body, &checked).map_or(Registration::None, |(_, doc)| Registration::of(&doc))
 }
 
 /// Said when an MCP client has no way to register.
@@ -72,7 +73,16 @@ pub(crate) fn mcp_client_rules(
     spec: MetadataKind,
     transport: url::Transport,
 ) -> Result<Vec<String>, DocumentProblem> {
-    let (_, doc) = open_object(body).map_err(DocumentProblem::Body)?;
+    let checked = [
+        "authorization_endpoint",
+        "token_endpoint",
+        "response_types_supported",
+        "jwks_uri",
+        "subject_types_supported",
+        "id_token_signing_alg_values_supported",
+        "code_challenge_methods_supported",
+    ];
+    let (_, doc) = open_object(body, &checked).map_err(DocumentProblem::Body)?;
     let schema =
         if spec == MetadataKind::Oidc { "OpenIdProviderDiscoveryMetadataSchema" } else { "OAuthMetadataSchema" };
     let mut required = vec!["authorization_endpoint", "token_endpoint", "response_types_supported"];

@@ -8,6 +8,7 @@
 
 mod mcp;
 
+use super::json_text::go_fold;
 use super::{BodyProblem, json_type_name, open_object};
 use crate::url;
 pub use mcp::Registration;
@@ -167,10 +168,24 @@ const OIDC_REQUIRED: &[&str] = &[
     "id_token_signing_alg_values_supported",
 ];
 
-/// Judges a fetched body by `rules`. Never panics, whatever the bytes (serde_json bounds nesting).
+/// The members [`validate_document`] reads: text in them that Go reads as U+FFFD fails.
+const CHECKED: &[&str] = &[
+    "issuer",
+    "authorization_endpoint",
+    "token_endpoint",
+    "jwks_uri",
+    "userinfo_endpoint",
+    "id_token_signing_alg_values_supported",
+    "response_types_supported",
+    "subject_types_supported",
+    "grant_types_supported",
+];
+
+/// Judges a fetched body by `rules`. Never panics, whatever the bytes (the text is scanned
+/// without recursion, and serde_json gets no value deeper than 64 levels: `json_text`).
 pub fn validate_document(body: &[u8], expected_issuer: &str, rules: Rules) -> Result<Document, DocumentProblem> {
-    let (text, doc) = open_object(body).map_err(DocumentProblem::Body)?;
-    let issuers = issuer_members(text);
+    let (text, doc) = open_object(body, CHECKED).map_err(DocumentProblem::Body)?;
+    let issuers = issuer_members(&text);
     if issuers.len() > 1 {
         return Err(DocumentProblem::Duplicate(issuers));
     }
@@ -261,21 +276,6 @@ fn issuer_members(text: &str) -> Vec<String> {
         }
     }
     serde_json::from_str::<Names>(text).map(|n| n.0).unwrap_or_default()
-}
-
-/// Go's encoding/json name folding: each character to lower case, then to upper case, by the
-/// simple (one-character) Unicode mappings, so `ſ` (long s) is an `S` and `ı` an `I`.
-fn go_fold(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            let lower = c.to_lowercase().next().unwrap_or(c);
-            let mut upper = lower.to_uppercase();
-            match (upper.next(), upper.next()) {
-                (Some(u), None) => u,
-                _ => lower,
-            }
-        })
-        .collect()
 }
 
 fn strict_issuer_problem(issuer: &str) -> Option<String> {
