@@ -283,33 +283,63 @@ impl HttpClient {
         for (name, value) in headers {
             request = request.header(*name, value);
         }
-        let mut response = request.call().map_err(|e| classify(e, progress, budget))?;
-        progress.enter(Stage::ReadingBody, &host);
-        let status = response.status().as_u16();
-        let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
-        let mut fetched = Fetched {
-            status,
-            content_type: header("content-type"),
-            content_encoding: header("content-encoding").filter(|e| !e.trim().eq_ignore_ascii_case("identity")),
-            retry_after: header("retry-after"),
-            www_authenticate: challenges(response.headers()),
-            stream: false,
-            location: header("location"),
-            body: Vec::new(),
-            url: target.to_string(),
-        };
-        if fetched.content_type.as_deref().is_some_and(is_event_stream) {
-            fetched.stream = true;
-            return Ok(fetched);
-        }
-        fetched.body = response
-            .body_mut()
-            .with_config()
-            .limit(BODY_LIMIT)
-            .read_to_vec()
-            .map_err(|e| classify(e, progress, budget))?;
-        Ok(fetched)
+        let response = request.call().map_err(|e| classify(e, progress, budget))?;
+        read(response, target, &host, progress, budget)
     }
+
+    /// POSTs `body` to `target` once within `budget`, following no redirect: the caller decides
+    /// what a 3xx means, as an MCP client's fetch does for its POST.
+    pub(crate) fn post(
+        &self,
+        target: &str,
+        body: &[u8],
+        budget: Duration,
+        headers: &[(&str, String)],
+        progress: &Arc<Progress>,
+    ) -> Result<Fetched, FetchError> {
+        let parts = url::split(target).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
+        let proxy = self.proxies.for_url(&parts).map(|c| c.proxy.clone());
+        let host = parts.bare_host().to_string();
+        progress.enter(Stage::Resolving, &host);
+        let mut request = self.agent(progress).post(target).config().timeout_global(Some(budget)).proxy(proxy).build();
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let response = request.send(body).map_err(|e| classify(e, progress, budget))?;
+        read(response, target, &host, progress, budget)
+    }
+}
+
+/// A response read as far as the gate reads it: the headers it uses, and the body to its end
+/// within [`BODY_LIMIT`] (never an event stream's).
+fn read(
+    mut response: ureq::http::Response<ureq::Body>,
+    target: &str,
+    host: &str,
+    progress: &Arc<Progress>,
+    budget: Duration,
+) -> Result<Fetched, FetchError> {
+    progress.enter(Stage::ReadingBody, host);
+    let status = response.status().as_u16();
+    let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let mut fetched = Fetched {
+        status,
+        content_type: header("content-type"),
+        content_encoding: header("content-encoding").filter(|e| !e.trim().eq_ignore_ascii_case("identity")),
+        retry_after: header("retry-after"),
+        www_authenticate: challenges(response.headers()),
+        stream: false,
+        location: header("location"),
+        body: Vec::new(),
+        url: target.to_string(),
+    };
+    if fetched.content_type.as_deref().is_some_and(is_event_stream) {
+        fetched.stream = true;
+        return Ok(fetched);
+    }
+    fetched.body =
+        response.body_mut().with_config().limit(BODY_LIMIT).read_to_vec().map_err(|e| classify(e, progress, budget))?;
+    Ok(fetched)
 }
 
 /// Every `WWW-Authenticate` field line as one list (RFC 9110 §5.3), obs-text kept.
