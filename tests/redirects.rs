@@ -76,6 +76,7 @@ fn cross_origin_redirect_hints_name_the_flag_that_applies() {
         tls_mode(ca.leaf(&["localhost"])),
         reply(move |req, _| match req.path.as_str() {
             WELL_KNOWN => Reply::json(200, doc.clone()),
+            "/mcp" => Reply::json(401, "{}"),
             "/protocol/openid-connect/certs" => Reply::redirect(302, "https://elsewhere.test/certs"),
             "/moved/.well-known/openid-configuration" => Reply::redirect(301, "https://elsewhere.test/x"),
             p if p.starts_with("/.well-known/oauth-protected-resource") => {
@@ -122,6 +123,7 @@ fn an_unfollowed_redirect_passes_on_to_the_next_url() {
     let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
         let doc = prm_doc(res, &servers);
         reply(move |req, _| match req.path.as_str() {
+            "/mcp" => Reply::json(401, "{}"),
             p if p == format!("{PRM}/mcp") => Reply::redirect(302, &elsewhere),
             PRM => Reply::json(200, doc.clone()),
             _ => Reply::json(404, "{}"),

@@ -192,7 +192,7 @@ fn dns_error(host: &str, detail: String) -> ureq::Error {
 pub(crate) struct HttpClient {
     config: ureq::config::Config,
     tls: TlsSettings,
-    proxies: ProxySettings,
+    pub(super) proxies: ProxySettings,
     connect_to: Arc<Vec<ConnectTo>>,
 }
 
@@ -218,7 +218,7 @@ impl HttpClient {
         })
     }
 
-    fn agent(&self, progress: &Arc<Progress>) -> Agent {
+    pub(super) fn agent(&self, progress: &Arc<Progress>) -> Agent {
         let connector =
             ().chain(ConnectProxyConnector::default())
                 .chain(TcpConnector::default())
@@ -286,33 +286,11 @@ impl HttpClient {
         let response = request.call().map_err(|e| classify(e, progress, budget))?;
         read(response, target, &host, progress, budget)
     }
-
-    /// POSTs `body` to `target` once within `budget`, following no redirect: the caller decides
-    /// what a 3xx means, as an MCP client's fetch does for its POST.
-    pub(crate) fn post(
-        &self,
-        target: &str,
-        body: &[u8],
-        budget: Duration,
-        headers: &[(&str, String)],
-        progress: &Arc<Progress>,
-    ) -> Result<Fetched, FetchError> {
-        let parts = url::split(target).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
-        let proxy = self.proxies.for_url(&parts).map(|c| c.proxy.clone());
-        let host = parts.bare_host().to_string();
-        progress.enter(Stage::Resolving, &host);
-        let mut request = self.agent(progress).post(target).config().timeout_global(Some(budget)).proxy(proxy).build();
-        for (name, value) in headers {
-            request = request.header(*name, value);
-        }
-        let response = request.send(body).map_err(|e| classify(e, progress, budget))?;
-        read(response, target, &host, progress, budget)
-    }
 }
 
 /// A response read as far as the gate reads it: the headers it uses, and the body to its end
 /// within [`BODY_LIMIT`] (never an event stream's).
-fn read(
+pub(super) fn read(
     mut response: ureq::http::Response<ureq::Body>,
     target: &str,
     host: &str,
@@ -398,7 +376,7 @@ fn next_hop(current: &str, fetched: &Fetched, origin: &str) -> Result<String, Fe
 
 /// Maps ureq's errors onto the failure kinds a user can act on, using the stage the exchange
 /// had reached.
-fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError {
+pub(super) fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError {
     let (stage, host) = progress.at();
     if progress.tls_reply() {
         return FetchError::TlsOther(format!(
