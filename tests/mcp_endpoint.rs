@@ -15,6 +15,9 @@ use std::sync::{Arc, Mutex};
 const DISCOVERED: &str = r#"{"jsonrpc":"2.0","id":"server-discover-probe-1","result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
 
+/// How a test's MCP endpoint answers, given the JSON-RPC method (or `GET`) and its own URL.
+type Endpoint = fn(&str, &str) -> Reply;
+
 /// The JSON-RPC method a request's body names, `GET` for a GET.
 fn rpc_method(req: &Request) -> String {
     if req.method != "POST" {
@@ -92,7 +95,6 @@ fn the_endpoint_is_asked_as_the_v2_clients_ask_it() {
 fn what_stops_the_v2_clients_stops_the_gate() {
     let ca = TestCa::new();
     let (_as, issuer) = authorization_server(&ca);
-    type Endpoint = fn(&str, &str) -> Reply;
     let cases: [(&str, Endpoint, &str, &str); 6] = [
         (
             "403",
@@ -163,7 +165,7 @@ fn a_5xx_is_retried_honouring_retry_after_and_no_answer_times_out() {
 fn a_challenge_only_the_post_returns_starts_the_chain() {
     let ca = TestCa::new();
     let (_as, issuer) = authorization_server(&ca);
-    let cases: [(&str, fn(&str, &str) -> Reply); 2] = [
+    let cases: [(&str, Endpoint); 2] = [
         ("401 on POST, 405 on GET", |m, res| match m {
             "GET" => Reply::json(405, "{}"),
             _ => {
