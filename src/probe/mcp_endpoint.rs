@@ -9,13 +9,25 @@
 use super::{Attempt, Failure, FailureClass, Link};
 use crate::net::http::{FetchError, Fetched, MAX_REDIRECTS};
 use crate::url;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::time::{Instant, SystemTime};
 
 /// The revision `server/discover` announces (`FIRST_MODERN_PROTOCOL_VERSION`, TS 2.4.0).
 pub(crate) const MODERN_REVISION: &str = "2026-07-28";
-/// The 2025 revision the fallback `initialize` offers (`LATEST_PROTOCOL_VERSION`, TS 2.4.0).
-const LEGACY_REVISION: &str = "2025-11-25";
+const DISCOVER: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":"server-discover-probe-1","method":"server/discover","params":{"_meta":{"#,
+    r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","#,
+    r#""io.modelcontextprotocol/clientInfo":{"name":"wait-for-idp","version":""#,
+    env!("CARGO_PKG_VERSION"),
+    r#""},"io.modelcontextprotocol/clientCapabilities":{}}}}"#
+);
+/// The fallback `initialize`, offering the 2025 revision (`LATEST_PROTOCOL_VERSION`, TS 2.4.0).
+const INITIALIZE: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"#,
+    r#""clientInfo":{"name":"wait-for-idp","version":""#,
+    env!("CARGO_PKG_VERSION"),
+    r#""}}}"#
+);
 const CONTEXT: &str = "MCP endpoint: ";
 
 /// How the endpoint answered a client without a token.
@@ -43,18 +55,12 @@ impl Method {
 
     /// The JSON-RPC request the clients send: TS 2.4.0's `buildProbeRequest` (the `_meta`
     /// envelope of `codecForVersion('2026-07-28').outboundEnvelope`) and its legacy
-    /// `initialize`.
-    fn body(self) -> Vec<u8> {
-        let client = json!({"name": "wait-for-idp", "version": env!("CARGO_PKG_VERSION")});
-        let request = match self {
-            Method::Discover => json!({"jsonrpc": "2.0", "id": "server-discover-probe-1", "method": "server/discover",
-                "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN_REVISION,
-                    "io.modelcontextprotocol/clientInfo": client,
-                    "io.modelcontextprotocol/clientCapabilities": {}}}}),
-            Method::Initialize => json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {"protocolVersion": LEGACY_REVISION, "capabilities": {}, "clientInfo": client}}),
-        };
-        request.to_string().into_bytes()
+    /// `initialize`. Constant text: no JSON is built at run time.
+    fn body(self) -> &'static [u8] {
+        match self {
+            Method::Discover => DISCOVER.as_bytes(),
+            Method::Initialize => INITIALIZE.as_bytes(),
+        }
     }
 
     /// The transport's headers (`_send`, `_applyBodyDerivedHeaders`): the modern probe names its
@@ -114,7 +120,7 @@ fn post(at: &Attempt<'_>, target: &str, method: Method) -> Result<Fetched, Failu
     for _ in 0..=MAX_REDIRECTS {
         at.track.enter(Link::ResourceMetadata, CONTEXT);
         let left = at.deadline.saturating_duration_since(Instant::now());
-        let fetched = at.client.post(&current, &body, left, &headers, &at.track.progress);
+        let fetched = at.client.post(&current, body, left, &headers, &at.track.progress);
         at.refuse_private(Link::ResourceMetadata, CONTEXT)?;
         let fetched = fetched.map_err(|e| at.failure(Link::ResourceMetadata, CONTEXT, e))?;
         match same_origin_hop(&current, &fetched) {
@@ -204,19 +210,20 @@ fn json_rpc_answer(method: Method, fetched: &Fetched) -> Result<Result<Value, Va
             fetched.content_type.as_deref().unwrap_or("absent")
         ));
     }
-    let id = match method {
-        Method::Discover => json!("server-discover-probe-1"),
-        Method::Initialize => json!(0),
-    };
-    let Ok(Value::Object(mut doc)) = serde_json::from_slice::<Value>(&fetched.body) else {
+    let Ok((_, doc)) = crate::rules::open_object(&fetched.body) else {
         return Err("its body is no JSON object".into());
     };
-    if doc.get("id") != Some(&id) {
+    let answers = match (method, doc.get("id")) {
+        (Method::Discover, Some(Value::String(id))) => id == "server-discover-probe-1",
+        (Method::Initialize, Some(Value::Number(id))) => id.as_u64() == Some(0),
+        _ => false,
+    };
+    if !answers {
         return Err("its body is no JSON-RPC response to the request (no matching id)".into());
     }
-    match (doc.remove("result"), doc.remove("error")) {
-        (Some(result @ Value::Object(_)), None) => Ok(Ok(result)),
-        (None, Some(error @ Value::Object(_))) => Ok(Err(error)),
+    match (doc.get("result"), doc.get("error")) {
+        (Some(result @ Value::Object(_)), None) => Ok(Ok(result.clone())),
+        (None, Some(error @ Value::Object(_))) => Ok(Err(error.clone())),
         _ => Err("its body holds neither a result nor an error object".into()),
     }
 }
@@ -328,9 +335,15 @@ mod tests {
 
     #[test]
     fn the_probe_is_what_the_typescript_client_sends() {
-        let body: Value = serde_json::from_slice(&Method::Discover.body()).unwrap();
+        let body: Value = serde_json::from_slice(Method::Discover.body()).unwrap();
         assert_eq!(body["method"], "server/discover");
+        assert_eq!(body["id"], "server-discover-probe-1");
+        assert_eq!(body["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"], "wait-for-idp");
+        let init: Value = serde_json::from_slice(Method::Initialize.body()).unwrap();
+        assert_eq!((&init["method"], &init["id"]), (&Value::from("initialize"), &Value::from(0)));
+        assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
         assert_eq!(body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], MODERN_REVISION);
+        assert_eq!(body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"], serde_json::json!({}));
         let headers = Method::Discover.headers();
         assert!(headers.contains(&("mcp-method", "server/discover".into())));
         assert!(headers.contains(&("mcp-protocol-version", "2026-07-28".into())));

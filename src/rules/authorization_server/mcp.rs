@@ -130,51 +130,26 @@ pub(crate) fn mcp_client_rules(
 }
 
 /// The optional members the MCP TypeScript SDK 2.4.0's zod schemas type (`shared/auth.ts`:
-/// `OAuthMetadataSchema`, `OpenIdProviderMetadataSchema`): `s` a string (a URL for most),
-/// `a` an array of strings, `b` a boolean; then which schema has it: `o` OAuth only, `i` OIDC
-/// only, `*` both. zod's `.optional()` takes no `null` either.
-const TYPED: &[(&str, &str)] = &[
-    ("registration_endpoint", "s*"),
-    ("scopes_supported", "a*"),
-    ("response_modes_supported", "a*"),
-    ("grant_types_supported", "a*"),
-    ("token_endpoint_auth_methods_supported", "a*"),
-    ("token_endpoint_auth_signing_alg_values_supported", "a*"),
-    ("service_documentation", "s*"),
-    ("code_challenge_methods_supported", "a*"),
-    ("client_id_metadata_document_supported", "b*"),
-    ("revocation_endpoint", "so"),
-    ("revocation_endpoint_auth_methods_supported", "ao"),
-    ("revocation_endpoint_auth_signing_alg_values_supported", "ao"),
-    ("introspection_endpoint", "so"),
-    ("introspection_endpoint_auth_methods_supported", "ao"),
-    ("introspection_endpoint_auth_signing_alg_values_supported", "ao"),
-    ("dpop_signing_alg_values_supported", "ao"),
-    ("userinfo_endpoint", "si"),
-    ("jwks_uri", "si"),
-    ("acr_values_supported", "ai"),
-    ("subject_types_supported", "ai"),
-    ("id_token_signing_alg_values_supported", "ai"),
-    ("id_token_encryption_alg_values_supported", "ai"),
-    ("id_token_encryption_enc_values_supported", "ai"),
-    ("userinfo_signing_alg_values_supported", "ai"),
-    ("userinfo_encryption_alg_values_supported", "ai"),
-    ("userinfo_encryption_enc_values_supported", "ai"),
-    ("request_object_signing_alg_values_supported", "ai"),
-    ("request_object_encryption_alg_values_supported", "ai"),
-    ("request_object_encryption_enc_values_supported", "ai"),
-    ("display_values_supported", "ai"),
-    ("claim_types_supported", "ai"),
-    ("claims_supported", "ai"),
-    ("claims_locales_supported", "ai"),
-    ("ui_locales_supported", "ai"),
-    ("claims_parameter_supported", "bi"),
-    ("request_parameter_supported", "bi"),
-    ("request_uri_parameter_supported", "bi"),
-    ("require_request_uri_registration", "bi"),
-    ("op_policy_uri", "si"),
-    ("op_tos_uri", "si"),
-];
+/// `OAuthMetadataSchema`, `OpenIdProviderMetadataSchema`), each followed by its type, `s` a
+/// string (a URL for most), `a` an array of strings, `b` a boolean, and which schema has it,
+/// `o` OAuth only, `i` OIDC only, `*` both. zod's `.optional()` takes no `null` either. One
+/// string, not a table: it costs the binary its bytes only.
+const TYPED: &str = "registration_endpoint s* scopes_supported a* response_modes_supported a* \
+    grant_types_supported a* token_endpoint_auth_methods_supported a* \
+    token_endpoint_auth_signing_alg_values_supported a* service_documentation s* \
+    code_challenge_methods_supported a* client_id_metadata_document_supported b* revocation_endpoint so \
+    revocation_endpoint_auth_methods_supported ao revocation_endpoint_auth_signing_alg_values_supported ao \
+    introspection_endpoint so introspection_endpoint_auth_methods_supported ao \
+    introspection_endpoint_auth_signing_alg_values_supported ao dpop_signing_alg_values_supported ao \
+    userinfo_endpoint si jwks_uri si acr_values_supported ai subject_types_supported ai \
+    id_token_signing_alg_values_supported ai id_token_encryption_alg_values_supported ai \
+    id_token_encryption_enc_values_supported ai userinfo_signing_alg_values_supported ai \
+    userinfo_encryption_alg_values_supported ai userinfo_encryption_enc_values_supported ai \
+    request_object_signing_alg_values_supported ai request_object_encryption_alg_values_supported ai \
+    request_object_encryption_enc_values_supported ai display_values_supported ai claim_types_supported ai \
+    claims_supported ai claims_locales_supported ai ui_locales_supported ai claims_parameter_supported bi \
+    request_parameter_supported bi request_uri_parameter_supported bi require_request_uri_registration bi \
+    op_policy_uri si op_tos_uri si";
 
 /// A member of the wrong JSON type fails the whole document, as the TypeScript schema's parse
 /// throws (`client_id_metadata_document_supported: "true"` is no boolean). The Python SDK's
@@ -182,9 +157,10 @@ const TYPED: &[(&str, &str)] = &[
 /// client, since a server either passes both or loses the TypeScript ones.
 fn typed_members(doc: &Map<String, Value>, spec: MetadataKind, schema: &str) -> Result<(), DocumentProblem> {
     let mine = if spec == MetadataKind::Oidc { 'i' } else { 'o' };
-    for (member, kind) in TYPED {
+    let mut words = TYPED.split_ascii_whitespace();
+    while let (Some(member), Some(kind)) = (words.next(), words.next()) {
         let (want, which) = (kind.as_bytes()[0], char::from(kind.as_bytes()[1]));
-        let Some(value) = doc.get(*member).filter(|_| which == '*' || which == mine) else { continue };
+        let Some(value) = doc.get(member).filter(|_| which == '*' || which == mine) else { continue };
         let ok = match want {
             b's' => value.is_string(),
             b'b' => value.is_boolean(),
