@@ -54,7 +54,7 @@ const NO_REGISTRATION: &str = "registration: none: the metadata offers neither \
 /// under `--metadata auto` and along a `--resource` chain; `spec` is the one the candidate URL
 /// is judged by. Returns the warnings; the document has passed [`validate_document`].
 ///
-/// Measured against the MCP TypeScript SDK 1.32.2 (`client/auth.js`, `shared/auth.js`):
+/// Measured against the MCP TypeScript client 2.4.0 and SDK 1.32.2 (`client/auth`, `shared/auth`):
 /// `discoverAuthorizationServerMetadata` parses an RFC 8414 document with `OAuthMetadataSchema`
 /// and an OIDC one with `OpenIdProviderDiscoveryMetadataSchema`, and a zod failure throws, so
 /// the client stops. Both schemas require `authorization_endpoint` and `token_endpoint` (URLs,
@@ -62,9 +62,10 @@ const NO_REGISTRATION: &str = "registration: none: the metadata offers neither \
 /// `subject_types_supported` and `id_token_signing_alg_values_supported`. Then
 /// `startAuthorization` throws when `response_types_supported` does not list `code`, and when
 /// `code_challenge_methods_supported` is present without `S256` (an absent list it lets
-/// through, though the MCP specification has clients refuse it: a warning here). Neither SDK
-/// checks the token endpoint's scheme (nor does the Python SDK's `OAuthMetadata`:
-/// `AnyHttpUrl`), but the MCP specification's Communication Security requires every
+/// through, though the MCP specification has clients refuse it: a warning here). The token
+/// endpoint's scheme only the TypeScript client 2.x checks, when it asks for a token
+/// (`assertSecureTokenEndpoint`: https, or a loopback host); the MCP specification's
+/// Communication Security requires every
 /// authorization server endpoint to be https: a plain one fails unless its host is loopback
 /// (local development; a warning) or the user's own URL is http ([`url::Transport`]; a warning).
 pub(crate) fn mcp_client_rules(
