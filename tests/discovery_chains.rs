@@ -293,7 +293,7 @@ fn dry_run_shows_every_url_in_the_order_tried() {
         "  metadata      https://idp.test/.well-known/openid-configuration/realms/x",
         "  metadata      https://idp.test/realms/x/.well-known/openid-configuration",
         "resource        https://mcp.test/t/mcp",
-        "  challenge     the resource's own 401 first; its resource_metadata, if any, next",
+        "  endpoint      POST server/discover (initialize if refused); its challenge's metadata next",
         "  metadata      https://mcp.test/.well-known/oauth-protected-resource/t/mcp",
         "  metadata      https://mcp.test/.well-known/oauth-protected-resource",
         "rules           auto",
