@@ -75,6 +75,7 @@ fn the_endpoint_is_asked_as_the_v2_clients_ask_it() {
     assert_exit(&r, 0);
     assert_eq!(rs.paths(), ["/mcp".to_string(), "/mcp".into(), format!("{PRM}/mcp")]);
     let seen = seen.lock().unwrap();
+    assert!(seen.iter().all(|r| r.method == "POST" || r.path != "/mcp"), "no GET of the endpoint: {seen:?}");
     let (discover, initialize) = (&seen[0], &seen[1]);
     assert_eq!(discover.method, "POST");
     assert_eq!(discover.header("content-type"), Some("application/json"));

@@ -77,8 +77,9 @@ const ANSWERS = ['404', '500', '502', '503', 'redirect-same-origin', 'redirect-c
 // 401 when protected, a modern server/discover result when open; `legacy`: a 2025 server that
 // answers server/discover with a 400 JSON-RPC error and initialize properly; or a status, or
 // no answer), what a GET gets (a 405, the SSE stream, a 401), and where the challenge naming
-// the metadata is (only a protected server has one; its metadata is only at that URL).
-const POSTS = ['ok', 'legacy', '403', '404', '405', '500', '503'];
+// the metadata is (only a protected server has one; its metadata is only at that URL). A
+// `403-scope` asks for more scope (`insufficient_scope`), naming the metadata when in the POST.
+const POSTS = ['ok', 'legacy', '403-scope', '403', '404', '405', '500', '503'];
 const GETS = ['405', 'sse', '401'];
 
 function chainCases() {
@@ -148,6 +149,10 @@ function mcp(e, req, res, origin, body) {
   }
   if (req.method !== 'POST') return send(res, 405, { error: 'method not allowed' });
   if (e.post === 'hang') return;
+  if (e.post === '403-scope') {
+    const named = e.challenge === 'post' ? `, resource_metadata="${origin}${NAMED}"` : '';
+    return send(res, 403, { error: 'insufficient_scope' }, { 'www-authenticate': `Bearer error="insufficient_scope", scope="tools"${named}` });
+  }
   if (/^\d+$/.test(e.post)) return send(res, Number(e.post), { error: `HTTP ${e.post}` });
   if (e.access === 'protected') return send(res, 401, { error: 'invalid_token' }, bearer(e.challenge === 'post'));
   let msg;
