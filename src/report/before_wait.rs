@@ -162,7 +162,9 @@ fn target_lines(out: &mut String, t: &Target, config: &Config) {
         }
         Target::Resource { resource } => {
             let _ = writeln!(out, "resource        {}", url::redact(resource));
-            out.push_str("  endpoint      POST server/discover (initialize if refused); its challenge's metadata next\n");
+            out.push_str(
+                "  endpoint      POST server/discover (initialize if refused); its challenge's metadata next\n",
+            );
         }
     }
     for u in urls.iter().filter(|u| !matches!(t, Target::Resource { resource } if resource == *u)) {
