@@ -146,13 +146,17 @@ fn what_stops_the_v2_clients_stops_the_gate() {
 fn a_5xx_is_retried_honouring_retry_after_and_no_answer_times_out() {
     let ca = TestCa::new();
     let (_as, issuer) = authorization_server(&ca);
-    let (rs, resource) = mcp_server(&ca, &issuer, |_, _| Reply::with_headers(500, &[("Retry-After", "3600")], ""));
-    let mut cmd = gate();
-    cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--timeout", "2s", "--fail-closed"]);
-    let r = run(cmd);
-    assert_exit(&r, 1);
-    assert!(r.log().contains("Retry-After 1h0m0s not honoured: the deadline comes first"), "{}", r.log());
-    assert_eq!(rs.paths(), ["/mcp", "/mcp"], "one POST an attempt, the last one still made");
+    // A 429 falls back to initialize, as the clients do; its Retry-After is asked for all the same.
+    for (status, posts) in [(500, 1), (429, 2)] {
+        let (rs, resource) =
+            mcp_server(&ca, &issuer, move |_, _| Reply::with_headers(status, &[("Retry-After", "3600")], ""));
+        let mut cmd = gate();
+        cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--timeout", "2s", "--fail-closed"]);
+        let r = run(cmd);
+        assert_exit(&r, 1);
+        assert!(r.log().contains("Retry-After 1h0m0s not honoured: the deadline comes first"), "{}", r.log());
+        assert_eq!(rs.paths().len(), 2 * posts, "HTTP {status}: the last attempt still made: {:?}", rs.paths());
+    }
 
     let (_rs, resource) = mcp_server(&ca, &issuer, |_, _| Reply::Hang);
     let r = resource_gate(&ca, &resource, &["--timeout", "2s", "--fail-closed"]);

@@ -123,6 +123,8 @@ fn post(at: &Attempt<'_>, target: &str, method: Method) -> Result<Fetched, Failu
         let fetched = at.client.post(&current, body, left, &headers, &at.track.progress);
         at.refuse_private(Link::ResourceMetadata, CONTEXT)?;
         let fetched = fetched.map_err(|e| at.failure(Link::ResourceMetadata, CONTEXT, e))?;
+        // A 429's `Retry-After` too, though the clients then try `initialize`: the attempt asks for it.
+        at.note_retry_after(&fetched);
         match same_origin_hop(&current, &fetched) {
             Some(next) => current = next,
             None => return Ok(fetched),
