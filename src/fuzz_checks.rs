@@ -81,7 +81,9 @@ pub fn resource(data: &[u8]) {
         Some(i) => (String::from_utf8_lossy(&data[..i]).into_owned(), &data[i + 1..]),
         None => ("https://mcp.example/mcp".to_string(), data),
     };
-    if let Ok(metadata) = crate::rules::protected_resource::validate(body, &expected, url::Transport::TlsOnly) {
+    if let Ok(metadata) =
+        crate::rules::protected_resource::validate(body, std::slice::from_ref(&expected), url::Transport::TlsOnly)
+    {
         assert_eq!(metadata.resource, expected, "accepted metadata for another resource");
         assert!(!metadata.authorization_servers.is_empty(), "accepted metadata without a server");
         for server in &metadata.authorization_servers {

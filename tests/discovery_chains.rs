@@ -86,13 +86,13 @@ fn a_resource_is_ready_when_its_metadata_and_every_server_are() {
     });
     let servers = [as1.as_str(), as2.as_str()];
     let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/tenant/mcp", |res| {
-        routes(vec![(format!("{PRM}/tenant/mcp"), 200, prm_doc(res, &servers))])
+        protected("/tenant/mcp", vec![(format!("{PRM}/tenant/mcp"), 200, prm_doc(res, &servers))])
     });
     let mut cmd = gate();
     cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
     let r = run(cmd);
     assert_exit(&r, 0);
-    // The resource first, as a client meets it (its 404 names no metadata), then the path form.
+    // The endpoint first, as a client meets it (its 401 names no metadata), then the path form.
     assert_eq!(rs.paths(), ["/tenant/mcp".to_string(), format!("{PRM}/tenant/mcp")]);
     let json = r.json();
     let entry = &json["issuers"][0];
@@ -100,8 +100,13 @@ fn a_resource_is_ready_when_its_metadata_and_every_server_are() {
     assert_eq!(entry["issuer"], Value::Null);
     assert_eq!(entry["metadata_url"], rs.issuer(&format!("{PRM}/tenant/mcp")));
     assert_eq!(entry["authorization_servers"][0]["issuer"], as1.as_str());
-    assert_eq!(entry["authorization_servers"][1]["metadata_url"], format!("{as2}{WELL_KNOWN}"));
+    // Clients use the first server listed: the second is named in a warning, never waited for.
+    assert_eq!(entry["authorization_servers"].as_array().map(Vec::len), Some(1), "{entry}");
     assert_logged(&r, &["passed: resource metadata at", &format!("authorization server issuer {as1:?} served by")]);
+    assert_logged(
+        &r,
+        &[&format!("MCP clients use the first, {as1}, so the gate waited for it only (not checked: {as2})")],
+    );
 }
 
 /// How an MCP client can register, said in the log and the JSON for every
@@ -141,16 +146,17 @@ fn registration_is_reported_for_each_server_mcp_clients_use() {
     assert_eq!(r.json()["issuers"][0]["registration"], Value::Null);
     assert!(!r.log().contains("registration"), "{}", r.log());
     // Along a resource chain, each server has its own.
-    let servers = [dcr.as_str(), none.as_str()];
-    let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
-        routes(vec![(format!("{PRM}/mcp"), 200, prm_doc(res, &servers))])
-    });
-    let r = run_args(gate(), &["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
-    assert_exit(&r, 0);
-    let entry = &r.json()["issuers"][0];
-    assert_eq!(entry["registration"], Value::Null);
-    assert_eq!(entry["authorization_servers"][0]["registration"], "dcr", "{entry}");
-    assert_eq!(entry["authorization_servers"][1]["registration"], "none", "{entry}");
+    for (server, expected) in [(&dcr, "dcr"), (&none, "none")] {
+        let servers = [server.as_str()];
+        let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
+            protected("/mcp", vec![(format!("{PRM}/mcp"), 200, prm_doc(res, &servers))])
+        });
+        let r = run_args(gate(), &["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
+        assert_exit(&r, 0);
+        let entry = &r.json()["issuers"][0];
+        assert_eq!(entry["registration"], Value::Null);
+        assert_eq!(entry["authorization_servers"][0]["registration"], expected, "{entry}");
+    }
 }
 
 /// The clients' order: the resource's own `401` challenge first, whose
@@ -164,7 +170,7 @@ fn the_challenge_comes_first_then_the_path_form_then_the_root() {
     let servers = [issuer.as_str()];
     // The root form.
     let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
-        routes(vec![(PRM.to_string(), 200, prm_doc(res, &servers))])
+        protected("/mcp", vec![(PRM.to_string(), 200, prm_doc(res, &servers))])
     });
     let mut cmd = gate();
     cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once"]);
@@ -227,7 +233,8 @@ fn each_broken_link_of_a_resource_chain_is_named() {
         ),
     ];
     for (name, table, class, phrase) in cases {
-        let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| routes(table(res)));
+        let (_rs, resource) =
+            Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| protected("/mcp", table(res)));
         let mut cmd = gate();
         cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
         let r = run(cmd);
@@ -286,7 +293,7 @@ fn dry_run_shows_every_url_in_the_order_tried() {
         "  metadata      https://idp.test/.well-known/openid-configuration/realms/x",
         "  metadata      https://idp.test/realms/x/.well-known/openid-configuration",
         "resource        https://mcp.test/t/mcp",
-        "  challenge     the resource's own 401 first; its resource_metadata, if any, next",
+        "  endpoint      POST server/discover (initialize if refused); its challenge's metadata next",
         "  metadata      https://mcp.test/.well-known/oauth-protected-resource/t/mcp",
         "  metadata      https://mcp.test/.well-known/oauth-protected-resource",
         "rules           auto",
@@ -337,7 +344,7 @@ fn plain_http_inside_an_https_chain_fails_naming_the_link() {
     // The metadata lists an http:// authorization server.
     let plain_as = format!("http://localhost:{}", never.port());
     let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
-        routes(vec![(format!("{PRM}/mcp"), 200, prm_doc(res, &[&plain_as]))])
+        protected("/mcp", vec![(format!("{PRM}/mcp"), 200, prm_doc(res, &[&plain_as]))])
     });
     let r = resource_gate(&ca, &resource, &[]);
     let listed = format!("authorization server {plain_as} uses plain http inside a chain given as https");
@@ -415,7 +422,7 @@ fn a_server_entry_that_is_not_a_string_fails_the_resource() {
     });
     let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
         let doc = json!({ "resource": res, "authorization_servers": [issuer, 42] });
-        routes(vec![(format!("{PRM}/mcp"), 200, doc.to_string())])
+        protected("/mcp", vec![(format!("{PRM}/mcp"), 200, doc.to_string())])
     });
     let r = resource_gate(&ca, &resource, &[]);
     assert_failed(
@@ -474,7 +481,7 @@ fn documents_the_mcp_sdk_rejects_fail_under_auto_and_resource() {
         } else {
             let servers = [issuer.as_str()];
             let (_rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
-                routes(vec![(format!("{PRM}/mcp"), 200, prm_doc(res, &servers))])
+                protected("/mcp", vec![(format!("{PRM}/mcp"), 200, prm_doc(res, &servers))])
             });
             resource_gate(&ca, &resource, &[])
         };
@@ -542,7 +549,8 @@ fn a_502_passes_on_and_other_server_errors_end_the_attempt() {
     let servers = [issuer.as_str()];
     for (status, exit) in [(502, 0), (503, 1), (500, 1)] {
         let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
-            routes(vec![(format!("{PRM}/mcp"), status, "{}".into()), (PRM.to_string(), 200, prm_doc(res, &servers))])
+            let root = (PRM.to_string(), 200, prm_doc(res, &servers));
+            protected("/mcp", vec![(format!("{PRM}/mcp"), status, "{}".into()), root])
         });
         let r = resource_gate(&ca, &resource, &[]);
         assert_eq!(r.code, Some(exit), "HTTP {status}: {}", r.log());
@@ -593,7 +601,7 @@ fn a_legacy_server_is_its_own_authorization_server_unless_refused() {
     let ca = TestCa::new();
     let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
         let origin = res.trim_end_matches("/mcp").to_string();
-        routes(vec![(OAUTH.to_string(), 200, oauth_doc(&origin))])
+        protected("/mcp", vec![(OAUTH.to_string(), 200, oauth_doc(&origin))])
     });
     let r = resource_gate(&ca, &resource, &[]);
     assert_exit(&r, 0);
@@ -610,24 +618,29 @@ fn a_legacy_server_is_its_own_authorization_server_unless_refused() {
     assert_exit(&run(cmd), 1);
 }
 
-/// An MCP server that needs no authorization answers a client without a token: a JSON 200, or
-/// its SSE stream, which never ends. A client connects, so the gate says ready, and why.
+/// An MCP server that needs no authorization answers `server/discover` without a token: a
+/// modern result, or its SSE stream, which never ends. A client connects; with no metadata
+/// anywhere the gate says ready, and why.
 #[test]
 fn a_server_that_needs_no_authorization_is_ready_with_a_note() {
     let ca = TestCa::new();
-    for (stream, what) in [(false, "HTTP 200"), (true, "an event stream")] {
+    for (stream, what) in [(false, "a server/discover result offering 2026-07-28"), (true, "an event stream")] {
         let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |_| {
             reply(move |req, _| match req.path.as_str() {
                 "/mcp" if stream => Reply::EventStream,
-                "/mcp" => Reply::json(200, r#"{"jsonrpc":"2.0"}"#),
+                "/mcp" => Reply::json(200, DISCOVERED),
                 _ => Reply::json(404, "{}"),
             })
         });
         let r = resource_gate(&ca, &resource, &[]);
         assert_exit(&r, 0);
         assert_within(&r, std::time::Duration::from_secs(3));
-        assert_eq!(rs.paths(), ["/mcp"]);
-        assert_logged(&r, &[&format!("answered a request without a token with {what}: it needs no authorization")]);
+        // Still asked for metadata: an open server that publishes some is judged by it.
+        assert_eq!(rs.paths(), ["/mcp".to_string(), format!("{PRM}/mcp"), PRM.to_string()]);
+        assert_logged(
+            &r,
+            &[&format!("answered server/discover without a token with {what}: it needs no authorization")],
+        );
         assert_eq!(r.json()["issuers"][0]["warnings"].as_array().map(Vec::len), Some(1), "{}", r.stdout);
     }
     // A 200 page that is no MCP server (an ingress's default backend) is no reason to pass.
@@ -638,12 +651,7 @@ fn a_server_that_needs_no_authorization_is_ready_with_a_note() {
         })
     });
     let r = resource_gate(&ca, &resource, &[]);
-    assert_failed(
-        &r,
-        "http-status",
-        "metadata",
-        &["legacy authorization server", "(no protected resource metadata): HTTP 404"],
-    );
+    assert_failed(&r, "resource", "resource-metadata", &["MCP endpoint: ", "neither JSON nor an event stream"]);
 }
 
 /// MCP clients send `MCP-Protocol-Version` (SDK 1.32.2: LATEST_PROTOCOL_VERSION, 2025-11-25) on
@@ -654,6 +662,7 @@ fn metadata_requests_carry_the_mcp_protocol_version() {
     let versioned = |iss: &str, doc: String| {
         let (doc, path) = (doc, if iss.ends_with("/mcp") { format!("{PRM}/mcp") } else { OAUTH.to_string() });
         reply(move |req, _| match req.header("mcp-protocol-version") {
+            _ if req.path == "/mcp" => Reply::json(401, "{}"),
             Some("2025-11-25") if req.path == path => Reply::json(200, doc.clone()),
             Some("2025-11-25") => Reply::json(404, "{}"),
             _ => Reply::json(400, r#"{"error":"no MCP-Protocol-Version"}"#),
@@ -673,4 +682,14 @@ fn metadata_requests_carry_the_mcp_protocol_version() {
         })
     });
     assert_exit(&run_args(gate_for(&ca, &iss), &["--once"]), 0);
+}
+
+/// A modern MCP server's answer to the gate's `server/discover`.
+const DISCOVERED: &str = r#"{"jsonrpc":"2.0","id":"server-discover-probe-1","result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}"#;
+
+/// An MCP server protected at `endpoint` (a `401` without a challenge to every request there, as
+/// a bearer middleware answers one without a token), serving `table` elsewhere.
+fn protected(endpoint: &str, mut table: Vec<(String, u16, String)>) -> Handler {
+    table.insert(0, (endpoint.to_string(), 401, "{}".into()));
+    routes(table)
 }

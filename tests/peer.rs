@@ -195,7 +195,7 @@ fn mcp_cold_start_resource_and_authorization_server_come_up_at_different_moments
     assert_logged(
         &r,
         &[
-            "connect: protected resource metadata: connection refused",
+            "connect: MCP endpoint: connection refused",
             &format!("connect: authorization server {issuer}: connection refused"),
             "passed: resource metadata at",
         ],

@@ -141,6 +141,7 @@ fn cross_origin_redirect_hints_name_the_flag_that_applies() {
         tls_mode(ca.leaf(&["localhost", "127.0.0.1"])),
         reply(move |req, _| match req.path.as_str() {
             WELL_KNOWN => Reply::json(200, doc.clone()),
+            "/mcp" => Reply::json(401, "{}"),
             p if p.starts_with("/moved/.well-known/")
                 || p.starts_with("/.well-known/oauth-authorization-server/moved") =>
             {
@@ -197,6 +198,7 @@ fn an_unfollowed_redirect_passes_on_to_the_next_url() {
     let (rs, resource) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/mcp", |res| {
         let doc = prm_doc(res, &servers);
         reply(move |req, _| match req.path.as_str() {
+            "/mcp" => Reply::json(401, "{}"),
             p if p == format!("{PRM}/mcp") => Reply::redirect(302, &elsewhere),
             PRM => Reply::json(200, doc.clone()),
             _ => Reply::json(404, "{}"),

@@ -22,6 +22,7 @@ mod headers;
 mod image;
 mod in_cluster;
 mod issuers;
+mod mcp_endpoint;
 mod network_faults;
 mod output;
 mod parity;

@@ -248,7 +248,7 @@ impl HttpClient {
         })
     }
 
-    fn agent(&self, progress: &Arc<Progress>) -> Agent {
+    pub(super) fn agent(&self, progress: &Arc<Progress>) -> Agent {
         let connector =
             ().chain(ProxyConnector::new(self.proxies.clone(), self.tls.clone(), progress.clone()))
                 .chain(TcpConnector::default())
@@ -305,13 +305,8 @@ impl HttpClient {
         // Go writes the URL's host as given, a default port too (`https://h:443/` sends
         // `Host: h:443`); ureq would drop it, and a provider that builds its issuer from Host
         // then publishes another one than the client compares.
-        let mut request = agent
-            .get(target)
-            .config()
-            .timeout_global(Some(budget))
-            .proxy(None)
-            .build()
-            .header("host", parts.authority);
+        let mut request =
+            agent.get(target).config().timeout_global(Some(budget)).proxy(None).build().header("host", parts.authority);
         // Go's transport asks for gzip and decodes it itself, unless the caller asked for an
         // encoding (a --header-file may): then the body is the caller's to decode, as here.
         let asks_gzip = !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("accept-encoding"));
@@ -321,38 +316,51 @@ impl HttpClient {
         for (name, value) in headers {
             request = request.header(*name, value);
         }
-        let mut response = request.call().map_err(|e| classify(e, progress, budget))?;
-        progress.enter(Stage::ReadingBody, &host);
-        let status = response.status().as_u16();
-        let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
-        let encoding = header("content-encoding").filter(|e| !e.trim().eq_ignore_ascii_case("identity"));
-        let gzipped = asks_gzip && encoding.as_deref().is_some_and(|e| e.eq_ignore_ascii_case("gzip"));
-        let mut fetched = Fetched {
-            status,
-            content_type: header("content-type"),
-            content_encoding: encoding.filter(|_| !gzipped),
-            retry_after: header("retry-after"),
-            www_authenticate: challenges(response.headers()),
-            stream: false,
-            location: header("location"),
-            body: Vec::new(),
-            url: target.to_string(),
-        };
-        if fetched.content_type.as_deref().is_some_and(is_event_stream) {
-            fetched.stream = true;
-            return Ok(fetched);
-        }
-        let limit = u64::try_from(BODY_LIMIT).unwrap_or(u64::MAX);
-        let body = response.body_mut().with_config().limit(limit).read_to_vec();
-        fetched.body = body.map_err(|e| classify(e, progress, budget))?;
-        if gzipped {
-            fetched.body = gzip::decode(&fetched.body, BODY_LIMIT).map_err(|problem| match problem {
-                GzipProblem::TooLarge { limit } => FetchError::Body(too_large(limit, " once gzip-decoded")),
-                GzipProblem::Invalid(why) => FetchError::Body(format!("gzip body from {host} not decoded: {why}")),
-            })?;
-        }
-        Ok(fetched)
+        let response = request.call().map_err(|e| classify(e, progress, budget))?;
+        read(response, target, &host, progress, budget, asks_gzip)
     }
+}
+
+/// A response read as far as the gate reads it: the headers it uses, and the body to its end
+/// within [`BODY_LIMIT`], gzip decoded when it was asked for (never an event stream's).
+pub(super) fn read(
+    mut response: ureq::http::Response<ureq::Body>,
+    target: &str,
+    host: &str,
+    progress: &Arc<Progress>,
+    budget: Duration,
+    asked_gzip: bool,
+) -> Result<Fetched, FetchError> {
+    progress.enter(Stage::ReadingBody, host);
+    let status = response.status().as_u16();
+    let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let encoding = header("content-encoding").filter(|e| !e.trim().eq_ignore_ascii_case("identity"));
+    let gzipped = asked_gzip && encoding.as_deref().is_some_and(|e| e.eq_ignore_ascii_case("gzip"));
+    let mut fetched = Fetched {
+        status,
+        content_type: header("content-type"),
+        content_encoding: encoding.filter(|_| !gzipped),
+        retry_after: header("retry-after"),
+        www_authenticate: challenges(response.headers()),
+        stream: false,
+        location: header("location"),
+        body: Vec::new(),
+        url: target.to_string(),
+    };
+    if fetched.content_type.as_deref().is_some_and(is_event_stream) {
+        fetched.stream = true;
+        return Ok(fetched);
+    }
+    let limit = u64::try_from(BODY_LIMIT).unwrap_or(u64::MAX);
+    let body = response.body_mut().with_config().limit(limit).read_to_vec();
+    fetched.body = body.map_err(|e| classify(e, progress, budget))?;
+    if gzipped {
+        fetched.body = gzip::decode(&fetched.body, BODY_LIMIT).map_err(|problem| match problem {
+            GzipProblem::TooLarge { limit } => FetchError::Body(too_large(limit, " once gzip-decoded")),
+            GzipProblem::Invalid(why) => FetchError::Body(format!("gzip body from {host} not decoded: {why}")),
+        })?;
+    }
+    Ok(fetched)
 }
 
 /// The failure of a body over `limit` bytes, naming the bound.
@@ -391,7 +399,7 @@ pub(crate) fn retry_after(raw: &str, now: SystemTime) -> Option<Duration> {
 
 /// Maps ureq's errors onto the failure kinds a user can act on, using the stage the exchange
 /// had reached.
-fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError {
+pub(super) fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError {
     let (stage, host) = progress.at();
     if progress.tls_reply() {
         return FetchError::TlsOther(format!(

@@ -6,6 +6,7 @@
 //!   SOCKS5), on the route Go's `ProxyFromEnvironment` gives (`config::ProxySettings`);
 //! - [`socks`]: the SOCKS5 handshake;
 //! - [`http`]: the GET itself, with `--connect-to` and a bounded body;
+//! - [`post`]: a POST on the same agent, for an MCP endpoint;
 //! - [`redirect`]: which redirects are followed, and which headers go along;
 //! - [`gzip`]: a gzip body decoded as Go's transport decodes it;
 //! - [`plain`]: the connection as ureq reads it: a growing input buffer, watched for an answer
@@ -14,6 +15,7 @@
 pub(crate) mod gzip;
 pub(crate) mod http;
 pub(crate) mod plain;
+pub(crate) mod post;
 pub(crate) mod proxy;
 pub(crate) mod redirect;
 mod socks;

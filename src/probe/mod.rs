@@ -11,6 +11,7 @@
 
 mod failure;
 mod issuer;
+mod mcp_endpoint;
 mod resource_chain;
 
 pub(crate) use failure::{Failure, FailureClass, Link};

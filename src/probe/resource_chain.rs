@@ -7,6 +7,7 @@
 //! path form, then the root. Without any metadata the server's origin is its authorization server
 //! (the 2025-03-26 behaviour both SDKs keep), unless `--refuse-legacy-auth`.
 
+use super::mcp_endpoint::{self, Endpoint};
 use super::{Answer, Attempt, Failure, FailureClass, Link, Ready, issuer, moves_on, usable_body};
 use crate::net::http::Fetched;
 use crate::rules::authorization_server::MetadataKind;
@@ -45,28 +46,32 @@ enum Found {
     Nothing(Vec<String>),
 }
 
-/// The resource itself, then the URL its challenge names, the path form and the root, passing
-/// over an unfollowed redirect or a client error, and a 502 but at the root (typescript-sdk PR
-/// #1632), as MCP clients do; any other answer ends the search.
+/// The MCP endpoint itself ([`mcp_endpoint::check`]), then the URL its challenge names, the
+/// path form and the root, passing over an unfollowed redirect or a client error, and a 502 but
+/// at the root (typescript-sdk PR #1632), as MCP clients do; any other answer ends the search.
+/// An endpoint that answers without a token is open unless it publishes metadata: then the
+/// chain behind it must serve too.
 fn find_metadata(at: &Attempt<'_>, target: &str) -> Result<Found, Failure> {
     let mut declined = Vec::new();
     let mut candidates = Vec::new();
     let mut warnings = Vec::new();
-    match at.fetch_candidate(Link::ResourceMetadata, CONTEXT, target)? {
-        Answer::Skipped(why) => declined.push(format!("the resource {} ({why})", url::redact(target))),
-        Answer::Got(fetched) if open(&fetched) => return Ok(Found::Open(open_note(&fetched))),
-        Answer::Got(fetched) => match challenged(at, &fetched)? {
-            Some((named, plain)) => {
-                warnings.extend(plain);
-                candidates.push(named);
+    let open = match mcp_endpoint::check(at, target)? {
+        Endpoint::Open(note) => Some(note),
+        Endpoint::Challenged(fetched) => {
+            match challenged(at, &fetched)? {
+                Some((named, plain)) => {
+                    warnings.extend(plain);
+                    candidates.push(named);
+                }
+                None => declined.push(format!(
+                    "the MCP endpoint answered HTTP {} without a `WWW-Authenticate: Bearer resource_metadata=...` \
+                     challenge",
+                    fetched.status
+                )),
             }
-            None => declined.push(format!(
-                "the resource itself answered HTTP {} without a `WWW-Authenticate: Bearer resource_metadata=...` \
-                 challenge",
-                fetched.status
-            )),
-        },
-    }
+            None
+        }
+    };
     for well_known in protected_resource::metadata_urls(target) {
         if !candidates.contains(&well_known) {
             candidates.push(well_known);
@@ -77,7 +82,7 @@ fn find_metadata(at: &Attempt<'_>, target: &str) -> Result<Found, Failure> {
         let last = i + 1 == candidates.len();
         let skipped = match at.fetch_candidate(Link::ResourceMetadata, CONTEXT, candidate)? {
             Answer::Got(fetched) if fetched.status == 200 || !moves_on(fetched.status, last) => {
-                let (url, mut metadata) = judge(at, &fetched, target)?;
+                let (url, mut metadata) = judge(at, &fetched, candidate, target)?;
                 warnings.extend(passed_over.iter().map(|p| format!("protected resource metadata: passed over {p}")));
                 metadata.warnings.splice(0..0, warnings);
                 return Ok(Found::Metadata(url, metadata));
@@ -92,13 +97,13 @@ fn find_metadata(at: &Attempt<'_>, target: &str) -> Result<Found, Failure> {
         declined.push(skipped.clone());
         passed_over.push(skipped);
     }
-    Ok(Found::Nothing(declined))
+    Ok(open.map_or(Found::Nothing(declined), Found::Open))
 }
 
-/// The metadata URL a `401` challenge names, checked as a link of the chain, with the warning a
-/// plain-http one earns when the user's URL is http.
+/// The metadata URL a challenge (a `401`, or a `403` with `insufficient_scope`) names, checked as
+/// a link of the chain, with the warning a plain-http one earns when the user's URL is http.
 fn challenged(at: &Attempt<'_>, fetched: &Fetched) -> Result<Option<(String, Option<String>)>, Failure> {
-    let named = fetched.www_authenticate.as_deref().filter(|_| fetched.status == 401);
+    let named = fetched.www_authenticate.as_deref();
     let Some(named) = named.and_then(protected_resource::challenge_metadata_url) else { return Ok(None) };
     let fail = |detail: String| Failure::new(FailureClass::Resource, detail).at(Link::ResourceMetadata, "");
     if let Err(problem) = url::split(&named) {
@@ -111,33 +116,14 @@ fn challenged(at: &Attempt<'_>, fetched: &Fetched) -> Result<Option<(String, Opt
     Ok(Some((named, plain.map(|w| format!("protected resource metadata: {w}")))))
 }
 
-/// Whether the resource answered as an MCP server that needs no token does: `200` with its SSE
-/// stream or a JSON body. A `200` of anything else (an ingress's default page) is no MCP server,
-/// so it only means no challenge: the search goes on, and a false pass is avoided.
-fn open(fetched: &Fetched) -> bool {
-    let json = fetched.content_type.as_deref().is_some_and(|t| {
-        let t = t.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-        t == "application/json" || t.ends_with("+json")
-    });
-    fetched.status == 200 && (fetched.stream || json)
-}
-
-/// What to say of a resource that answers a client with no token: it needs no authorization, and
-/// a client connects (an MCP server's SSE stream counts: its body is never read to the end).
-fn open_note(fetched: &Fetched) -> String {
-    let what = if fetched.stream { "an event stream" } else { "HTTP 200" };
-    format!(
-        "the resource {} answered a request without a token with {what}: it needs no authorization, so an MCP \
-         client connects without one (no protected resource metadata or authorization server was checked)",
-        url::redact(&fetched.url)
-    )
-}
-
 /// No protected resource metadata: the MCP TypeScript SDK 1.32.2's `discoverOAuthServerInfo`
 /// catches the failure and falls back to "the legacy MCP spec behavior: MCP server base URL acts
 /// as the authorization server" (`new URL('/', serverUrl)`), discovered by
 /// `discoverAuthorizationServerMetadata`; the Python SDK does the same. So does the gate, with a
-/// warning, unless `--refuse-legacy-auth`.
+/// warning, unless `--refuse-legacy-auth`. The issuer is the origin as both SDKs take it: TS
+/// 2.4.0 expects `https://h:p/` and accepts it without its `/`; Python renders both forms as
+/// `https://h:p/` (`_origin_issuer`). The well-known URLs are the same for both forms, so the
+/// second is asked for only when the document names it.
 fn legacy(at: &Attempt<'_>, target: &str, declined: &[String]) -> Result<Ready, Failure> {
     let none = format!("no protected resource metadata: {}", declined.join(", "));
     if at.checks.refuse_legacy_auth {
@@ -147,9 +133,14 @@ fn legacy(at: &Attempt<'_>, target: &str, declined: &[String]) -> Result<Ready, 
         );
         return Err(Failure::new(FailureClass::Resource, detail).at(Link::ResourceMetadata, ""));
     }
-    let origin = url::split(target).map(|p| p.origin()).unwrap_or_default();
+    let origin = url::root_well_known(target, "");
     let context = format!("legacy authorization server {origin} (no protected resource metadata): ");
-    let mut server = issuer::discover(at, &origin, MetadataKind::Auto, None, &context)?;
+    let mut server = match issuer::discover(at, &origin, MetadataKind::Auto, None, &context) {
+        Err(f) if f.class == FailureClass::IssuerMismatch && f.detail.contains(&format!("issuer \"{origin}/\"")) => {
+            issuer::discover(at, &format!("{origin}/"), MetadataKind::Auto, None, &context)?
+        }
+        outcome => outcome?,
+    };
     server.document.warnings.insert(
         0,
         format!(
@@ -160,9 +151,16 @@ fn legacy(at: &Attempt<'_>, target: &str, declined: &[String]) -> Result<Ready, 
     Ok(Ready { resource_metadata: None, servers: vec![server], warnings: Vec::new(), addresses: Vec::new() })
 }
 
-fn judge(at: &Attempt<'_>, fetched: &Fetched, target: &str) -> Result<(String, ResourceMetadata), Failure> {
+/// Judges the metadata fetched from `candidate` for `target`.
+fn judge(
+    at: &Attempt<'_>,
+    fetched: &Fetched,
+    candidate: &str,
+    target: &str,
+) -> Result<(String, ResourceMetadata), Failure> {
     let body = usable_body(fetched).map_err(|f| f.at(Link::ResourceMetadata, CONTEXT))?;
-    let metadata = protected_resource::validate(body, target, at.transport).map_err(|problem| {
+    let accepted = protected_resource::accepted_resources(target, candidate);
+    let metadata = protected_resource::validate(body, &accepted, at.transport).map_err(|problem| {
         // The problem names the metadata itself; no prefix needed.
         Failure::new(FailureClass::Resource, format!("{problem} (from {})", url::redact(&fetched.url)))
             .at(Link::ResourceMetadata, "")

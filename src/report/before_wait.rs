@@ -176,7 +176,9 @@ fn target_lines(out: &mut String, t: &Target, config: &Config) {
         }
         Target::Resource { resource } => {
             let _ = writeln!(out, "resource        {}", url::redact(resource));
-            out.push_str("  challenge     the resource's own 401 first; its resource_metadata, if any, next\n");
+            out.push_str(
+                "  endpoint      POST server/discover (initialize if refused); its challenge's metadata next\n",
+            );
         }
     }
     for u in urls.iter().filter(|u| !matches!(t, Target::Resource { resource } if resource == *u)) {
@@ -186,7 +188,7 @@ fn target_lines(out: &mut String, t: &Target, config: &Config) {
         let _ = writeln!(out, "  connect       {}", route(config, &parts));
     }
     if matches!(t, Target::Resource { .. }) {
-        out.push_str("  then          each authorization server it lists, by auto discovery\n");
+        out.push_str("  then          the first authorization server it lists, by auto discovery\n");
     }
 }
 

@@ -52,7 +52,7 @@ struct IssuerSummary<'a> {
     /// How an MCP client can register (`cimd`, `dcr`, `none`), judged under `auto`, else `null`.
     registration: Option<&'static str>,
     warnings: &'a [String],
-    /// For a `--resource` target that passed: each authorization server it lists.
+    /// For a `--resource` target that passed: the authorization server clients use, the first it lists.
     authorization_servers: Option<Vec<ServerSummary<'a>>>,
     /// For a target that passed: each name its passing attempt resolved, and to what.
     addresses: Option<Vec<Address<'a>>>,

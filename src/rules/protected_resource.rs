@@ -18,6 +18,21 @@ pub(crate) fn metadata_urls(resource: &str) -> Vec<String> {
     if inserted == root { vec![inserted] } else { vec![inserted, root] }
 }
 
+/// The `resource` values that name `target` in metadata served at `metadata_url`; the first is
+/// the one a mismatch names. RFC 9728 §3.3: the value is the identifier the well-known URL was
+/// built from, so metadata at the root (`/.well-known/oauth-protected-resource`, no path) names
+/// the origin, with or without its `/`; both MCP SDKs take the origin there too
+/// (`checkResourceAllowed`, Python `check_resource_allowed`: a path prefix on the same origin),
+/// and the resource's own URL stays accepted.
+pub(crate) fn accepted_resources(target: &str, metadata_url: &str) -> Vec<String> {
+    let root = url::root_well_known(target, SUFFIX);
+    if metadata_url != root || !url::has_path(target) {
+        return vec![target.to_string()];
+    }
+    let origin = url::root_well_known(target, "");
+    vec![origin.clone(), format!("{origin}/"), target.to_string()]
+}
+
 /// A protected resource's metadata, as far as a client needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ResourceMetadata {
@@ -109,29 +124,40 @@ fn same_origin_prefix(expected: &str, found: &str) -> bool {
 /// z.array(SafeUrlSchema).optional()`), whose failure makes `discoverOAuthServerInfo` drop the
 /// whole document (it falls back to the MCP server's own origin, never to the servers listed),
 /// and the Python SDK's `ProtectedResourceMetadata` (`list[AnyHttpUrl]`) refuses it too.
+///
+/// `accepted` are the `resource` values that name the resource ([`accepted_resources`]). Clients
+/// use the first authorization server listed (TypeScript `discoverOAuthServerInfo`:
+/// `authorization_servers[0]`; Python `_select_authorization_server`), so only it must be a
+/// usable issuer; what is wrong with another is a warning.
 pub(crate) fn validate(
     body: &[u8],
-    expected_resource: &str,
+    accepted: &[String],
     transport: url::Transport,
 ) -> Result<ResourceMetadata, ResourceProblem> {
     let (_, doc) = open_object(body, &["resource", "authorization_servers"]).map_err(ResourceProblem::Body)?;
     let Some(Value::String(resource)) = doc.get("resource") else {
         return Err(ResourceProblem::NoResource);
     };
-    if resource != expected_resource {
-        return Err(ResourceProblem::Mismatch { expected: expected_resource.to_string(), found: resource.clone() });
+    if !accepted.contains(resource) {
+        let expected = accepted.first().cloned().unwrap_or_default();
+        return Err(ResourceProblem::Mismatch { expected, found: resource.clone() });
     }
     let servers = server_strings(doc.get("authorization_servers"))?;
-    if servers.is_empty() {
-        return Err(ResourceProblem::NoServers);
+    let Some(first) = servers.first() else { return Err(ResourceProblem::NoServers) };
+    url::check_issuer(first).map_err(|problem| ResourceProblem::BadServer { server: first.clone(), problem })?;
+    let listed = transport.judge("authorization server", first).map_err(ResourceProblem::PlainServer)?;
+    let mut warnings: Vec<String> = listed.into_iter().map(|w| format!("protected resource metadata: {w}")).collect();
+    if servers.len() > 1 {
+        let others: Vec<String> = servers[1..].iter().map(|s| url::redact(s)).collect();
+        warnings.push(format!(
+            "protected resource metadata lists {} authorization servers; MCP clients use the first, {}, so the gate \
+             waited for it only (not checked: {})",
+            servers.len(),
+            url::redact(first),
+            others.join(", ")
+        ));
     }
-    let mut warnings = Vec::new();
-    for server in &servers {
-        url::check_issuer(server).map_err(|problem| ResourceProblem::BadServer { server: server.clone(), problem })?;
-        let listed = transport.judge("authorization server", server).map_err(ResourceProblem::PlainServer)?;
-        warnings.extend(listed.map(|w| format!("protected resource metadata: {w}")));
-    }
-    Ok(ResourceMetadata { resource: resource.clone(), authorization_servers: servers, warnings })
+    Ok(ResourceMetadata { resource: resource.clone(), authorization_servers: vec![first.clone()], warnings })
 }
 
 /// `authorization_servers` as strings; absent or null is none, anything but an array of strings
@@ -224,7 +250,7 @@ mod tests {
 
     #[test]
     fn the_resource_must_be_identical_and_name_servers() {
-        let validate = |body: &[u8], expected: &str| validate(body, expected, url::Transport::TlsOnly);
+        let validate = |body: &[u8], expected: &str| validate(body, &[expected.to_string()], url::Transport::TlsOnly);
         let ok = br#"{"resource":"https://h/mcp","authorization_servers":["https://as.example"]}"#;
         assert_eq!(validate(ok, "https://h/mcp").unwrap().authorization_servers, ["https://as.example"]);
         let e = validate(ok, "https://h/mcp/").unwrap_err();
@@ -251,7 +277,7 @@ mod tests {
     fn a_server_that_is_not_a_string_spoils_the_document() {
         let tls = url::Transport::TlsOnly;
         let body = br#"{"resource":"https://h","authorization_servers":["https://as.example",{"issuer":"x"}]}"#;
-        let e = validate(body, "https://h", tls).unwrap_err();
+        let e = validate(body, &["https://h".to_string()], tls).unwrap_err();
         assert_eq!(e, ResourceProblem::ServerNotString { index: 2, json_type: "an object" });
         assert!(
             e.to_string()
@@ -259,31 +285,67 @@ mod tests {
         );
         let body = br#"{"resource":"https://h","authorization_servers":[7,"https://as.example"]}"#;
         assert_eq!(
-            validate(body, "https://h", tls),
+            validate(body, &["https://h".to_string()], tls),
             Err(ResourceProblem::ServerNotString { index: 1, json_type: "a number" })
         );
         let body = br#"{"resource":"https://h","authorization_servers":"https://as.example"}"#;
-        assert_eq!(validate(body, "https://h", tls), Err(ResourceProblem::ServersNotArray("a string")));
+        assert_eq!(validate(body, &["https://h".to_string()], tls), Err(ResourceProblem::ServersNotArray("a string")));
         let body = br#"{"resource":"https://h","authorization_servers":null}"#;
-        assert_eq!(validate(body, "https://h", tls), Err(ResourceProblem::NoServers));
+        assert_eq!(validate(body, &["https://h".to_string()], tls), Err(ResourceProblem::NoServers));
     }
 
     #[test]
     fn a_plain_server_fails_a_chain_given_as_https_and_is_a_warning_otherwise() {
-        let body = br#"{"resource":"https://h","authorization_servers":["https://as.example","http://as.plain"]}"#;
-        let e = validate(body, "https://h", url::Transport::TlsOnly).unwrap_err();
+        let body = br#"{"resource":"https://h","authorization_servers":["http://as.plain","https://as.example"]}"#;
+        let e = validate(body, &["https://h".to_string()], url::Transport::TlsOnly).unwrap_err();
         assert!(
             matches!(&e, ResourceProblem::PlainServer(m) if m.starts_with("authorization server http://as.plain uses plain http inside a chain given as https")),
             "{e}"
         );
         let body = br#"{"resource":"http://h","authorization_servers":["http://as.plain"]}"#;
-        let ok = validate(body, "http://h", url::Transport::PlainAllowed).unwrap();
+        let ok = validate(body, &["http://h".to_string()], url::Transport::PlainAllowed).unwrap();
         assert_eq!(ok.authorization_servers, ["http://as.plain"]);
         assert!(
             ok.warnings.len() == 1 && ok.warnings[0].contains("http://as.plain uses plain http"),
             "{:?}",
             ok.warnings
         );
+    }
+
+    /// RFC 9728 §3.3: metadata at the root names the origin, as both MCP SDKs accept it; the
+    /// path form and a challenge's URL name the resource exactly.
+    #[test]
+    fn root_form_metadata_names_the_origin() {
+        let target = "https://h:8443/tenant/mcp";
+        let root = "https://h:8443/.well-known/oauth-protected-resource";
+        assert_eq!(accepted_resources(target, root), ["https://h:8443", "https://h:8443/", target]);
+        let path_form = "https://h:8443/.well-known/oauth-protected-resource/tenant/mcp";
+        assert_eq!(accepted_resources(target, path_form), [target]);
+        assert_eq!(accepted_resources(target, "https://h:8443/meta/prm.json"), [target]);
+        assert_eq!(accepted_resources("https://h", "https://h/.well-known/oauth-protected-resource"), ["https://h"]);
+        let accepted = accepted_resources(target, root);
+        for resource in ["https://h:8443", "https://h:8443/", target] {
+            let body = format!(r#"{{"resource":"{resource}","authorization_servers":["https://as.example"]}}"#);
+            assert!(validate(body.as_bytes(), &accepted, url::Transport::TlsOnly).is_ok(), "{resource}");
+        }
+        let body = br#"{"resource":"https://h:8443/tenant","authorization_servers":["https://as.example"]}"#;
+        let e = validate(body, &accepted, url::Transport::TlsOnly).unwrap_err();
+        assert!(matches!(&e, ResourceProblem::Mismatch { expected, .. } if expected == "https://h:8443"), "{e}");
+    }
+
+    /// Clients use the first authorization server: only it must be usable; the others earn a
+    /// warning, whatever is wrong with them, and are never waited for.
+    #[test]
+    fn the_first_server_is_required_and_the_others_are_a_warning() {
+        let tls = url::Transport::TlsOnly;
+        let h = ["https://h".to_string()];
+        let body = br#"{"resource":"https://h","authorization_servers":["https://as.example","http://as.plain","https://x/?q"]}"#;
+        let ok = validate(body, &h, tls).unwrap();
+        assert_eq!(ok.authorization_servers, ["https://as.example"]);
+        assert!(ok.warnings.len() == 1 && ok.warnings[0].contains("MCP clients use the first, https://as.example"));
+        assert!(ok.warnings[0].contains("not checked: http://as.plain, https://x/?q"), "{:?}", ok.warnings);
+        let body = br#"{"resource":"https://h","authorization_servers":["https://x/?q","https://as.example"]}"#;
+        assert!(matches!(validate(body, &h, tls), Err(ResourceProblem::BadServer { .. })));
     }
 
     #[test]

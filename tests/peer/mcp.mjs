@@ -8,7 +8,8 @@
 //   PEER_RESOURCE  the resource URL the metadata announces (RFC 9728 `resource`)
 //   PEER_ISSUER    the authorization server to list; when it is this server's own origin, the
 //                  SDK's own authorization server metadata (RFC 8414) is served too
-//   PEER_MODE      "metadata": the SDK's mcpAuthMetadataRouter (well-known locations);
+//   PEER_MODE      "metadata": the SDK's mcpAuthMetadataRouter (well-known locations), and the
+//                  resource behind requireBearerAuth (a 401 without resource_metadata);
 //                  "challenge": metadata only at /meta/prm.json, named by the 401 challenge that
 //                  the SDK's requireBearerAuth sends from the resource itself
 // Prints "listening" once it serves.
@@ -38,6 +39,8 @@ if (mode === 'challenge') {
   app.use(resource.pathname, requireBearerAuth({ verifier: provider, resourceMetadataUrl: prmUrl.href }));
 } else {
   app.use(mcpAuthMetadataRouter({ oauthMetadata, resourceServerUrl: resource }));
+  // The MCP endpoint itself, behind the SDK's bearer middleware: a 401 to a client without a token.
+  app.use(resource.pathname, requireBearerAuth({ verifier: provider }));
 }
 
 setTimeout(() => {

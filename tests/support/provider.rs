@@ -18,8 +18,11 @@ pub const WELL_KNOWN: &str = "/.well-known/openid-configuration";
 /// What the provider saw.
 #[derive(Clone, Debug)]
 pub struct Request {
+    pub method: String,
     pub path: String,
     pub headers: Vec<(String, String)>,
+    /// Read to its Content-Length, so that closing never resets a client still sending.
+    pub body: Vec<u8>,
 }
 
 impl Request {
@@ -253,8 +256,9 @@ fn read_request(reader: &mut impl BufRead) -> Option<Request> {
     if reader.read_line(&mut line).unwrap_or(0) == 0 {
         return None;
     }
+    let method = line.split_whitespace().next().unwrap_or("").to_string();
     let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-    let mut headers = Vec::new();
+    let mut headers: Vec<(String, String)> = Vec::new();
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h).unwrap_or(0) == 0 {
@@ -262,7 +266,10 @@ fn read_request(reader: &mut impl BufRead) -> Option<Request> {
         }
         let h = h.trim_end();
         if h.is_empty() {
-            return Some(Request { path, headers });
+            let mut request = Request { method, path, headers, body: Vec::new() };
+            let length = request.header("content-length").and_then(|l| l.parse().ok()).unwrap_or(0);
+            request.body = vec![0; length];
+            return reader.read_exact(&mut request.body).ok().map(|_| request);
         }
         if let Some((n, v)) = h.split_once(':') {
             headers.push((n.trim().to_string(), v.trim().to_string()));

@@ -3,7 +3,7 @@
 //! chain.
 
 use super::{DocumentProblem, MetadataKind, optional_string, optional_string_array};
-use crate::rules::open_object;
+use crate::rules::{json_type_name, open_object};
 use crate::url;
 use serde_json::{Map, Value};
 
@@ -55,7 +55,7 @@ const NO_REGISTRATION: &str = "registration: none: the metadata offers neither \
 /// under `--metadata auto` and along a `--resource` chain; `spec` is the one the candidate URL
 /// is judged by. Returns the warnings; the document has passed [`validate_document`].
 ///
-/// Measured against the MCP TypeScript SDK 1.32.2 (`client/auth.js`, `shared/auth.js`):
+/// Measured against the MCP TypeScript client 2.4.0 and SDK 1.32.2 (`client/auth`, `shared/auth`):
 /// `discoverAuthorizationServerMetadata` parses an RFC 8414 document with `OAuthMetadataSchema`
 /// and an OIDC one with `OpenIdProviderDiscoveryMetadataSchema`, and a zod failure throws, so
 /// the client stops. Both schemas require `authorization_endpoint` and `token_endpoint` (URLs,
@@ -63,9 +63,10 @@ const NO_REGISTRATION: &str = "registration: none: the metadata offers neither \
 /// `subject_types_supported` and `id_token_signing_alg_values_supported`. Then
 /// `startAuthorization` throws when `response_types_supported` does not list `code`, and when
 /// `code_challenge_methods_supported` is present without `S256` (an absent list it lets
-/// through, though the MCP specification has clients refuse it: a warning here). Neither SDK
-/// checks the token endpoint's scheme (nor does the Python SDK's `OAuthMetadata`:
-/// `AnyHttpUrl`), but the MCP specification's Communication Security requires every
+/// through, though the MCP specification has clients refuse it: a warning here). The token
+/// endpoint's scheme only the TypeScript client 2.x checks, when it asks for a token
+/// (`assertSecureTokenEndpoint`: https, or a loopback host); the MCP specification's
+/// Communication Security requires every
 /// authorization server endpoint to be https: a plain one fails unless its host is loopback
 /// (local development; a warning) or the user's own URL is http ([`url::Transport`]; a warning).
 pub(crate) fn mcp_client_rules(
@@ -96,6 +97,7 @@ pub(crate) fn mcp_client_rules(
             missing.join(", ")
         )));
     }
+    typed_members(&doc, spec, schema)?;
     for member in ["authorization_endpoint", "token_endpoint"] {
         let value = optional_string(&doc, member)?.unwrap_or_default();
         if let Err(problem) = url::split(&value) {
@@ -136,6 +138,58 @@ pub(crate) fn mcp_client_rules(
         warnings.push(NO_REGISTRATION.into());
     }
     Ok(warnings)
+}
+
+/// The optional members the MCP TypeScript SDK 2.4.0's zod schemas type (`shared/auth.ts`:
+/// `OAuthMetadataSchema`, `OpenIdProviderMetadataSchema`), each followed by its type, `s` a
+/// string (a URL for most), `a` an array of strings, `b` a boolean, and which schema has it,
+/// `o` OAuth only, `i` OIDC only, `*` both. zod's `.optional()` takes no `null` either. One
+/// string, not a table: it costs the binary its bytes only.
+const TYPED: &str = "registration_endpoint s* scopes_supported a* response_modes_supported a* \
+    grant_types_supported a* token_endpoint_auth_methods_supported a* \
+    token_endpoint_auth_signing_alg_values_supported a* service_documentation s* \
+    code_challenge_methods_supported a* client_id_metadata_document_supported b* revocation_endpoint so \
+    revocation_endpoint_auth_methods_supported ao revocation_endpoint_auth_signing_alg_values_supported ao \
+    introspection_endpoint so introspection_endpoint_auth_methods_supported ao \
+    introspection_endpoint_auth_signing_alg_values_supported ao dpop_signing_alg_values_supported ao \
+    userinfo_endpoint si jwks_uri si acr_values_supported ai subject_types_supported ai \
+    id_token_signing_alg_values_supported ai id_token_encryption_alg_values_supported ai \
+    id_token_encryption_enc_values_supported ai userinfo_signing_alg_values_supported ai \
+    userinfo_encryption_alg_values_supported ai userinfo_encryption_enc_values_supported ai \
+    request_object_signing_alg_values_supported ai request_object_encryption_alg_values_supported ai \
+    request_object_encryption_enc_values_supported ai display_values_supported ai claim_types_supported ai \
+    claims_supported ai claims_locales_supported ai ui_locales_supported ai claims_parameter_supported bi \
+    request_parameter_supported bi request_uri_parameter_supported bi require_request_uri_registration bi \
+    op_policy_uri si op_tos_uri si";
+
+/// A member of the wrong JSON type fails the whole document, as the TypeScript schema's parse
+/// throws (`client_id_metadata_document_supported: "true"` is no boolean). The Python SDK's
+/// pydantic models coerce some of these (`"true"` to `True`); the gate follows the stricter
+/// client, since a server either passes both or loses the TypeScript ones.
+fn typed_members(doc: &Map<String, Value>, spec: MetadataKind, schema: &str) -> Result<(), DocumentProblem> {
+    let mine = if spec == MetadataKind::Oidc { 'i' } else { 'o' };
+    let mut words = TYPED.split_ascii_whitespace();
+    while let (Some(member), Some(kind)) = (words.next(), words.next()) {
+        let (want, which) = (kind.as_bytes()[0], char::from(kind.as_bytes()[1]));
+        let Some(value) = doc.get(member).filter(|_| which == '*' || which == mine) else { continue };
+        let ok = match want {
+            b's' => value.is_string(),
+            b'b' => value.is_boolean(),
+            _ => value.as_array().is_some_and(|items| items.iter().all(Value::is_string)),
+        };
+        if !ok {
+            let wanted = match want {
+                b's' => "a string",
+                b'b' => "a boolean",
+                _ => "an array of strings",
+            };
+            return Err(DocumentProblem::Json(format!(
+                "{member:?} is {}, not {wanted}: the MCP TypeScript SDK's {schema} rejects the whole document",
+                json_type_name(value)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The token endpoint must be https; plain http on a loopback host is a warning, elsewhere it is
@@ -212,6 +266,32 @@ mod tests {
         assert!(absent.len() == 1 && absent[0].contains("checks the list only when it is present"), "{absent:?}");
     }
 
+    /// A member of the wrong type fails the document, as the TypeScript schema's parse does.
+    #[test]
+    fn wrongly_typed_members_fail_as_the_typescript_schema_fails_them() {
+        let with = |member: &str, value: Value| {
+            mcp_doc(|d| {
+                d.insert("jwks_uri".into(), "https://as/jwks".into());
+                d.insert("subject_types_supported".into(), serde_json::json!(["public"]));
+                d.insert("id_token_signing_alg_values_supported".into(), serde_json::json!(["RS256"]));
+                d.insert(member.into(), value);
+            })
+        };
+        for (member, value, spec) in [
+            ("client_id_metadata_document_supported", Value::from("true"), MetadataKind::OAuth),
+            ("registration_endpoint", Value::Null, MetadataKind::OAuth),
+            ("scopes_supported", serde_json::json!("openid profile"), MetadataKind::OAuth),
+            ("grant_types_supported", serde_json::json!(["authorization_code", 7]), MetadataKind::Oidc),
+            ("claims_parameter_supported", Value::from("yes"), MetadataKind::Oidc),
+        ] {
+            let e = mcp(&with(member, value), spec).unwrap_err();
+            assert!(matches!(&e, DocumentProblem::Json(m) if m.starts_with(&format!("{member:?} is "))), "{e}");
+        }
+        // A member the other schema types, or one neither knows, is left alone.
+        assert!(mcp(&with("claims_parameter_supported", Value::from("yes")), MetadataKind::OAuth).is_ok());
+        assert!(mcp(&with("x_vendor", Value::Null), MetadataKind::OAuth).is_ok());
+    }
+
     #[test]
     fn the_token_endpoint_is_https_unless_loopback_or_the_user_chose_http() {
         let at = |url: &str| mcp_doc(|d| drop(d.insert("token_endpoint".into(), url.into())));
@@ -242,7 +322,6 @@ mod tests {
             (Some(Value::Bool(true)), None, Registration::Cimd),
             (Some(Value::Bool(false)), Some("https://as/register"), Registration::Dcr),
             (None, Some("https://as/register"), Registration::Dcr),
-            (Some("true".into()), None, Registration::None),
             (Some(Value::Bool(false)), None, Registration::None),
             (None, Some(""), Registration::None),
         ];
