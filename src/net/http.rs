@@ -8,10 +8,10 @@
 //! URL gives it. Each fetch records its stage in a [`Progress`], so that whoever gives up waiting
 //! on it can say where it hung.
 
-use super::gzip::{self, GzipProblem};
 use super::plain::{Http2Only, PlainWatch, http2_only};
 use super::proxy::{self, ProxyConnector, ProxyFailure};
 use super::redirect::{Chain, Request};
+use super::response::{Fetched, read, too_large};
 use super::tls::{self, TlsConnector, TlsSettings};
 use crate::config::{ConnectTo, Network, ProxySettings, Route};
 use crate::human::secs;
@@ -20,7 +20,7 @@ use crate::url;
 use std::fmt;
 use std::io;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use ureq::Agent;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{Connector, NextTimeout, TcpConnector};
@@ -38,28 +38,6 @@ const READ_BUFFER: usize = 16 * 1024;
 /// Each connection's write buffer: one request line or header field must fit, and the longest
 /// URL the gate accepts is 64 KiB (`url::MAX_LEN`). Written in full (ureq zeroes it), so no larger.
 const WRITE_BUFFER: usize = url::MAX_LEN + 16 * 1024;
-
-/// A complete response: the body was read to its end, within the limit.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Fetched {
-    pub(crate) status: u16,
-    pub(crate) content_type: Option<String>,
-    /// A body encoding the server applied although none was asked for (no Accept-Encoding).
-    pub(crate) content_encoding: Option<String>,
-    /// The raw `Retry-After` header.
-    pub(crate) retry_after: Option<String>,
-    /// Every `WWW-Authenticate` field line, joined by ", " as RFC 9110 §5.3 allows (a protected
-    /// resource's challenge names its metadata); bytes beyond ASCII (obs-text, §5.5) are kept as
-    /// UTF-8 where they are, else replaced.
-    pub(crate) www_authenticate: Option<String>,
-    /// The body was not read: a `text/event-stream` never ends (an MCP server's SSE stream).
-    pub(crate) stream: bool,
-    /// The Location header, used to follow redirects.
-    pub(crate) location: Option<String>,
-    pub(crate) body: Vec<u8>,
-    /// The URL that answered, after redirects.
-    pub(crate) url: String,
-}
 
 /// Why no complete response was had. `Display` is the message users read.
 #[derive(Debug, Clone)]
@@ -321,82 +299,6 @@ impl HttpClient {
     }
 }
 
-/// A response read as far as the gate reads it: the headers it uses, and the body to its end
-/// within [`BODY_LIMIT`], gzip decoded when it was asked for (never an event stream's).
-pub(super) fn read(
-    mut response: ureq::http::Response<ureq::Body>,
-    target: &str,
-    host: &str,
-    progress: &Arc<Progress>,
-    budget: Duration,
-    asked_gzip: bool,
-) -> Result<Fetched, FetchError> {
-    progress.enter(Stage::ReadingBody, host);
-    let status = response.status().as_u16();
-    let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let encoding = header("content-encoding").filter(|e| !e.trim().eq_ignore_ascii_case("identity"));
-    let gzipped = asked_gzip && encoding.as_deref().is_some_and(|e| e.eq_ignore_ascii_case("gzip"));
-    let mut fetched = Fetched {
-        status,
-        content_type: header("content-type"),
-        content_encoding: encoding.filter(|_| !gzipped),
-        retry_after: header("retry-after"),
-        www_authenticate: challenges(response.headers()),
-        stream: false,
-        location: header("location"),
-        body: Vec::new(),
-        url: target.to_string(),
-    };
-    if fetched.content_type.as_deref().is_some_and(is_event_stream) {
-        fetched.stream = true;
-        return Ok(fetched);
-    }
-    let limit = u64::try_from(BODY_LIMIT).unwrap_or(u64::MAX);
-    let body = response.body_mut().with_config().limit(limit).read_to_vec();
-    fetched.body = body.map_err(|e| classify(e, progress, budget))?;
-    if gzipped {
-        fetched.body = gzip::decode(&fetched.body, BODY_LIMIT).map_err(|problem| match problem {
-            GzipProblem::TooLarge { limit } => FetchError::Body(too_large(limit, " once gzip-decoded")),
-            GzipProblem::Invalid(why) => FetchError::Body(format!("gzip body from {host} not decoded: {why}")),
-        })?;
-    }
-    Ok(fetched)
-}
-
-/// The failure of a body over `limit` bytes, naming the bound.
-fn too_large(limit: usize, how: &str) -> String {
-    format!(
-        "body larger than {} MiB{how}: the gate reads no more (oauth2-proxy would read on; no discovery document \
-         comes near this)",
-        limit / (1024 * 1024)
-    )
-}
-
-/// Every `WWW-Authenticate` field line as one list (RFC 9110 §5.3), obs-text kept.
-fn challenges(headers: &ureq::http::HeaderMap) -> Option<String> {
-    let lines: Vec<String> = headers
-        .get_all("www-authenticate")
-        .iter()
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        .collect();
-    if lines.is_empty() { None } else { Some(lines.join(", ")) }
-}
-
-fn is_event_stream(content_type: &str) -> bool {
-    content_type.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
-}
-
-/// `Retry-After` (RFC 9110 §10.2.3) as a delay from `now`: delay-seconds or an HTTP-date (the
-/// preferred form and both obsolete ones). A date in the past is no delay; garbage is ignored.
-pub(crate) fn retry_after(raw: &str, now: SystemTime) -> Option<Duration> {
-    let raw = raw.trim();
-    if !raw.is_empty() && raw.bytes().all(|b| b.is_ascii_digit()) {
-        return Some(Duration::from_secs(raw.parse().unwrap_or(u64::MAX)));
-    }
-    let at = httpdate::parse_http_date(raw).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
 /// Maps ureq's errors onto the failure kinds a user can act on, using the stage the exchange
 /// had reached.
 pub(super) fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError {
@@ -463,39 +365,5 @@ pub(super) fn classify(e: ureq::Error, progress: &Progress, budget: Duration) ->
         )),
         ureq::Error::Protocol(p) => FetchError::Protocol(format!("malformed HTTP response: {p}")),
         other => FetchError::Connect(url::redact(&other.to_string())),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every field line counts, and bytes beyond ASCII (obs-text) survive (RFC 9110 §5.3, §5.5):
-    /// the Python SDK finds a challenge in either line, and so must the gate.
-    #[test]
-    fn every_challenge_line_is_kept_with_its_obs_text() {
-        use ureq::http::{HeaderMap, HeaderValue};
-        let mut headers = HeaderMap::new();
-        assert_eq!(challenges(&headers), None);
-        headers.append("www-authenticate", HeaderValue::from_bytes(b"Basic realm=\"Z\xc3\xbcrich\"").unwrap());
-        headers.append("www-authenticate", HeaderValue::from_static("Bearer resource_metadata=\"https://h/m\""));
-        assert_eq!(challenges(&headers).unwrap(), "Basic realm=\"Zürich\", Bearer resource_metadata=\"https://h/m\"");
-        assert!(is_event_stream("text/event-stream; charset=utf-8") && !is_event_stream("application/json"));
-    }
-
-    #[test]
-    fn retry_after_in_every_form() {
-        let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
-        let later = Duration::from_secs(63);
-        assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
-        assert_eq!(retry_after(" 0 ", now), Some(Duration::ZERO));
-        assert_eq!(retry_after("99999999999999999999999", now), Some(Duration::from_secs(u64::MAX)));
-        assert_eq!(retry_after("Sun, 06 Nov 1994 08:50:40 GMT", now), Some(later));
-        assert_eq!(retry_after("Sunday, 06-Nov-94 08:50:40 GMT", now), Some(later), "RFC 850");
-        assert_eq!(retry_after("Sun Nov  6 08:50:40 1994", now), Some(later), "asctime");
-        assert_eq!(retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now), Some(Duration::ZERO), "in the past");
-        for garbage in ["", "-1", "1.5", "soon", "Sun, 06 Nov 1994"] {
-            assert_eq!(retry_after(garbage, now), None, "{garbage:?}");
-        }
     }
 }

@@ -9,6 +9,7 @@
 //! - [`post`]: a POST on the same agent, for an MCP endpoint;
 //! - [`redirect`]: which redirects are followed, and which headers go along;
 //! - [`gzip`]: a gzip body decoded as Go's transport decodes it;
+//! - [`response`]: a response read as far as the gate reads it (headers, a bounded, decoded body);
 //! - [`plain`]: the connection as ureq reads it: a growing input buffer, watched for an answer
 //!   in TLS or in HTTP/2.
 
@@ -18,5 +19,6 @@ pub(crate) mod plain;
 pub(crate) mod post;
 pub(crate) mod proxy;
 pub(crate) mod redirect;
+pub(crate) mod response;
 mod socks;
 pub(crate) mod tls;

@@ -1,7 +1,8 @@
 //! One POST with the GET's agent and response reading ([`super::http`]): an MCP client's first
 //! request to its server is a POST (`server/discover`, then `initialize`).
 
-use super::http::{FetchError, Fetched, HttpClient, classify, read};
+use super::http::{FetchError, HttpClient, classify};
+use super::response::{Fetched, read};
 use crate::progress::{Progress, Stage};
 use crate::url;
 use std::sync::Arc;

@@ -12,7 +12,8 @@
 //!   `shared/transport.js`): at most 5 redirects, all within the origin; another origin, a
 //!   downgrade or a sixth redirect is returned unfollowed and the client moves on.
 
-use super::http::{FetchError, Fetched};
+use super::http::FetchError;
+use super::response::Fetched;
 use crate::url;
 
 /// Which client's redirect rules a fetch follows.

@@ -3,7 +3,8 @@
 //! redirect the gate will not follow. The class names are part of the interface (the log, the
 //! JSON, the termination message).
 
-use crate::net::http::{FetchError, Fetched};
+use crate::net::http::FetchError;
+use crate::net::response::Fetched;
 use crate::progress::Stage;
 use crate::settings::Id;
 use crate::url;
@@ -203,8 +204,10 @@ pub(crate) fn moves_on(status: u16, last: bool) -> bool {
 fn status_failure(fetched: &Fetched) -> Failure {
     let mut failure = Failure::new(FailureClass::HttpStatus, status_detail(fetched));
     if matches!(fetched.status, 429 | 503) {
-        failure.retry_after =
-            fetched.retry_after.as_deref().and_then(|v| crate::net::http::retry_after(v, std::time::SystemTime::now()));
+        failure.retry_after = fetched
+            .retry_after
+            .as_deref()
+            .and_then(|v| crate::net::response::retry_after(v, std::time::SystemTime::now()));
     }
     failure
 }

@@ -3,7 +3,7 @@
 //! `--check-jwks` a usable key in its JWK Set.
 
 use super::{Answer, Attempt, Failure, FailureClass, Link, ServerReady, moves_on, usable_body};
-use crate::net::http::Fetched;
+use crate::net::response::Fetched;
 use crate::rules::BodyProblem;
 use crate::rules::authorization_server::{self, Document, DocumentProblem};
 use crate::rules::authorization_server::{MetadataKind, Rules};

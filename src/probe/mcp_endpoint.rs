@@ -7,8 +7,9 @@
 //! on: a server a client cannot even talk to is not ready, whatever its metadata says.
 
 use super::{Attempt, Failure, FailureClass, Link};
-use crate::net::http::{FetchError, Fetched};
+use crate::net::http::FetchError;
 use crate::net::redirect::MCP_MAX_REDIRECTS as MAX_REDIRECTS;
+use crate::net::response::Fetched;
 use crate::url;
 use serde_json::Value;
 use std::time::{Instant, SystemTime};
@@ -162,7 +163,7 @@ fn judge(method: Method, fetched: &Fetched) -> Verdict {
         500.. => {
             let mut failure = status_stop(name, fetched, "MCP clients stop (ERA_NEGOTIATION_FAILED)");
             failure.retry_after =
-                fetched.retry_after.as_deref().and_then(|v| crate::net::http::retry_after(v, SystemTime::now()));
+                fetched.retry_after.as_deref().and_then(|v| crate::net::response::retry_after(v, SystemTime::now()));
             return Verdict::Stop(failure);
         }
         200..=299 => {}

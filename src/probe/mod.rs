@@ -18,8 +18,9 @@ pub(crate) use failure::{Failure, FailureClass, Link};
 use failure::{link_failure, moves_on, redirect_hint, refused_address, skipped_by_proxy, usable_body};
 
 use crate::config::{Checks, Target};
-use crate::net::http::{FetchError, Fetched, HttpClient};
+use crate::net::http::{FetchError, HttpClient};
 use crate::net::redirect::{Redirects, Request};
+use crate::net::response::Fetched;
 use crate::progress::Progress;
 use crate::rules::authorization_server::MetadataKind;
 use crate::rules::authorization_server::{self, Document};
@@ -340,7 +341,7 @@ impl Attempt<'_> {
         let asked = Some(fetched.status)
             .filter(|s| matches!(s, 429 | 503))
             .and(fetched.retry_after.as_deref())
-            .and_then(|v| crate::net::http::retry_after(v, std::time::SystemTime::now()));
+            .and_then(|v| crate::net::response::retry_after(v, std::time::SystemTime::now()));
         if asked > self.asked.get() {
             self.asked.set(asked);
         }

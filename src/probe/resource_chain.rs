@@ -9,7 +9,7 @@
 
 use super::mcp_endpoint::{self, Endpoint};
 use super::{Answer, Attempt, Failure, FailureClass, Link, Ready, issuer, moves_on, usable_body};
-use crate::net::http::Fetched;
+use crate::net::response::Fetched;
 use crate::rules::authorization_server::MetadataKind;
 use crate::rules::protected_resource::{self, ResourceMetadata};
 use crate::url;
