@@ -3,8 +3,9 @@
 //! before every attempt).
 
 use super::{ConfigError, HeaderFile, Raw};
-use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, TrustAnchor};
+use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
 
@@ -39,8 +40,37 @@ impl fmt::Display for CaFileProblem {
     }
 }
 
-/// Reads and checks one PEM file of CA certificates.
-fn load_ca_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, CaFileProblem> {
+/// Trust anchors gathered as Go's `CertPool` gathers certificates: each certificate once, by its
+/// bytes (Go keys its pool by a digest of them), checked before it is parsed, and parsed once, for
+/// only what verification needs (its subject, key and name constraints).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Anchors {
+    pub(crate) anchors: Vec<TrustAnchor<'static>>,
+    /// SHA-256 of each certificate, for the duplicates and for a server certificate that is
+    /// byte for byte a trusted one.
+    pub(crate) digests: HashSet<[u8; 32]>,
+}
+
+impl Anchors {
+    /// Adds one certificate, unless it is already there: its digest, if it can be an anchor.
+    fn add(&mut self, cert: &CertificateDer<'_>) -> Result<[u8; 32], webpki::Error> {
+        let digest = certificate_digest(cert);
+        if !self.digests.contains(&digest) {
+            self.anchors.push(webpki::anchor_from_trusted_cert(cert)?.to_owned());
+            self.digests.insert(digest);
+        }
+        Ok(digest)
+    }
+}
+
+/// What tells certificates apart: the SHA-256 of their bytes.
+pub(crate) fn certificate_digest(bytes: &[u8]) -> [u8; 32] {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    digest.as_ref().try_into().unwrap_or_default()
+}
+
+/// Reads and checks one PEM file of CA certificates into `into`: how many it holds.
+fn load_ca_certs(path: &str, into: &mut Anchors) -> Result<usize, CaFileProblem> {
     let bytes = std::fs::read(path).map_err(CaFileProblem::Unreadable)?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(CaFileProblem::Empty);
@@ -55,46 +85,42 @@ fn load_ca_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, CaFileProbl
         return Err(CaFileProblem::NoCertificate);
     }
     for (i, cert) in certs.iter().enumerate() {
-        anchor(cert).map_err(|e| CaFileProblem::BadCertificate { index: i + 1, reason: e.to_string() })?;
+        let reason = |e: webpki::Error| CaFileProblem::BadCertificate { index: i + 1, reason: e.to_string() };
+        into.add(cert).map_err(reason)?;
     }
-    Ok(certs)
-}
-
-/// Whether a certificate can serve as a trust anchor.
-fn anchor(cert: &CertificateDer<'static>) -> Result<(), rustls::Error> {
-    rustls::RootCertStore::empty().add(cert.clone())
+    Ok(certs.len())
 }
 
 /// The certificates of a file that can serve as trust anchors, taken as Go's AppendCertsFromPEM
-/// takes them: whatever else it holds (keys, prose, DER) is skipped without a word.
-pub(super) fn lenient_anchors(path: &Path) -> std::io::Result<Vec<CertificateDer<'static>>> {
+/// takes them: whatever else it holds (keys, prose, DER) is skipped without a word. Each one's
+/// digest goes to `found` (what one source holds, each certificate once).
+pub(super) fn lenient_anchors(path: &Path, into: &mut Anchors, found: &mut HashSet<[u8; 32]>) -> std::io::Result<()> {
     let bytes = std::fs::read(path)?;
-    Ok(CertificateDer::pem_slice_iter(&bytes).map_while(Result::ok).filter(|c| anchor(c).is_ok()).collect())
+    found.extend(CertificateDer::pem_slice_iter(&bytes).map_while(Result::ok).filter_map(|cert| into.add(&cert).ok()));
+    Ok(())
 }
 
 /// Every file of a directory, not recursive, as Go reads an `SSL_CERT_DIR` entry: what cannot be
-/// read (a subdirectory) is skipped, and so is a symbolic link within the directory (a hash link
-/// such as `5ad8a5d6.0`: a second copy of a file already read). Each certificate counts once
-/// (Debian's `/etc/ssl/certs` also holds them all in one bundle).
-pub(super) fn directory_anchors(dir: &Path) -> std::io::Result<Vec<CertificateDer<'static>>> {
-    let mut certs = Vec::new();
+/// read (a subdirectory, a file without permission) is skipped, and so is a symbolic link to a
+/// name in the same directory (a hash link such as `5ad8a5d6.0`: a second copy of a file read
+/// anyway), without reading it. How many certificates it holds, each once (Debian's
+/// `/etc/ssl/certs` holds them all once more in its bundle).
+pub(super) fn directory_anchors(dir: &Path, into: &mut Anchors) -> std::io::Result<usize> {
+    let mut found = HashSet::new();
     for entry in std::fs::read_dir(dir)?.flatten() {
         let path = entry.path();
-        if std::fs::read_link(&path).is_ok_and(|to| to.components().count() == 1) {
+        let link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        if link && std::fs::read_link(&path).is_ok_and(|to| to.components().count() == 1) {
             continue;
         }
-        for cert in lenient_anchors(&path).unwrap_or_default() {
-            if !certs.contains(&cert) {
-                certs.push(cert);
-            }
-        }
+        let _unreadable_is_skipped = lenient_anchors(&path, into, &mut found);
     }
-    Ok(certs)
+    Ok(found.len())
 }
 
-/// Every certificate of one CA file, in order.
-pub(super) fn load_ca_file(raw: &Raw) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
-    load_ca_certs(&raw.value).map_err(|problem| ConfigError::CaFile {
+/// Every certificate of one CA file, added to `into`: how many it holds.
+pub(super) fn load_ca_file(raw: &Raw, into: &mut Anchors) -> Result<usize, ConfigError> {
+    load_ca_certs(&raw.value, into).map_err(|problem| ConfigError::CaFile {
         source: raw.source,
         path: raw.value.clone(),
         problem,
