@@ -5,7 +5,7 @@
 use super::{ConfigError, HeaderFile, Raw};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, TrustAnchor};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
 
@@ -49,6 +49,10 @@ pub(crate) struct Anchors {
     /// SHA-256 of each certificate, for the duplicates and for a server certificate that is
     /// byte for byte a trusted one.
     pub(crate) digests: HashSet<[u8; 32]>,
+    /// SHA-256 of each PEM block's text read so far, and of the certificate it held: a system
+    /// store holds each certificate two or three times over (a bundle, a file, a hash link), and
+    /// a copy is then recognised before it is decoded.
+    pem_texts: HashMap<[u8; 32], [u8; 32]>,
 }
 
 impl Anchors {
@@ -60,6 +64,18 @@ impl Anchors {
             self.digests.insert(digest);
         }
         Ok(digest)
+    }
+
+    /// Adds the certificate of one PEM block's body, unless it is not one (broken base64, not a
+    /// certificate webpki can take as an anchor): its digest.
+    fn add_pem(&mut self, body: &[u8]) -> Option<[u8; 32]> {
+        let text = certificate_digest(body);
+        if let Some(digest) = self.pem_texts.get(&text) {
+            return Some(*digest);
+        }
+        let digest = self.add(&CertificateDer::from(base64(body)?)).ok()?;
+        self.pem_texts.insert(text, digest);
+        Some(digest)
     }
 }
 
@@ -96,8 +112,82 @@ fn load_ca_certs(path: &str, into: &mut Anchors) -> Result<usize, CaFileProblem>
 /// digest goes to `found` (what one source holds, each certificate once).
 pub(super) fn lenient_anchors(path: &Path, into: &mut Anchors, found: &mut HashSet<[u8; 32]>) -> std::io::Result<()> {
     let bytes = std::fs::read(path)?;
-    found.extend(CertificateDer::pem_slice_iter(&bytes).map_while(Result::ok).filter_map(|cert| into.add(&cert).ok()));
+    found.extend(pem_bodies(&bytes).filter_map(|body| into.add_pem(body)));
     Ok(())
+}
+
+/// The bodies of the `CERTIFICATE` blocks of a PEM text, as Go's `pem.Decode` finds them: text
+/// around them is skipped, and so is a block with headers (`AppendCertsFromPEM` skips those).
+fn pem_bodies(mut text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    const BEGIN: &[u8] = b"-----BEGIN CERTIFICATE-----";
+    const END: &[u8] = b"-----END CERTIFICATE-----";
+    std::iter::from_fn(move || {
+        loop {
+            let start = find(text, BEGIN)? + BEGIN.len();
+            let Some(end) = find(&text[start..], END) else {
+                text = &[];
+                return None;
+            };
+            let body = &text[start..start + end];
+            text = &text[start + end + END.len()..];
+            if !body.contains(&b':') {
+                return Some(body);
+            }
+        }
+    })
+}
+
+/// Where `what` (which starts with a byte the base64 alphabet lacks) first occurs in `text`.
+fn find(text: &[u8], what: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(at) = text.get(from..)?.iter().position(|b| *b == what[0]) {
+        if text[from + at..].starts_with(what) {
+            return Some(from + at);
+        }
+        from += at + 1;
+    }
+    None
+}
+
+/// Standard base64 with padding, whitespace ignored, as Go's `pem.Decode` reads a block's body. A
+/// system store holds hundreds of certificates: this is a plain decoder (rustls's is constant-time,
+/// as private keys need, and several times slower), for public data.
+fn base64(text: &[u8]) -> Option<Vec<u8>> {
+    /// Each byte's value, or SKIP (whitespace), PAD or BAD.
+    const SKIP: u8 = 64;
+    const PAD: u8 = 65;
+    const BAD: u8 = 66;
+    const TABLE: [u8; 256] = {
+        let mut table = [BAD; 256];
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut i = 0;
+        while i < 64 {
+            table[alphabet[i] as usize] = i as u8;
+            i += 1;
+        }
+        (table[b' ' as usize], table[b'\t' as usize], table[b'\r' as usize], table[b'\n' as usize]) =
+            (SKIP, SKIP, SKIP, SKIP);
+        table[b'=' as usize] = PAD;
+        table
+    };
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let (mut acc, mut bits, mut digits, mut padding) = (0u32, 0u32, 0usize, 0usize);
+    for &c in text {
+        match TABLE[usize::from(c)] {
+            SKIP => {}
+            PAD => padding += 1,
+            BAD => return None,
+            _ if padding > 0 => return None,
+            value => {
+                (acc, bits, digits) = ((acc << 6 | u32::from(value)) & 0xffff, bits + 6, digits + 1);
+                if bits >= 8 {
+                    bits -= 8;
+                    out.push((acc >> bits) as u8);
+                }
+            }
+        }
+    }
+    (digits % 4 != 1 && padding == (4 - digits % 4) % 4).then_some(out)
 }
 
 /// Every file of a directory, not recursive, as Go reads an `SSL_CERT_DIR` entry: what cannot be
@@ -144,4 +234,42 @@ pub(crate) fn check_header_file(raw: &Raw, header: &HeaderFile) -> Result<(), Co
         path: header.path.display().to_string(),
         problem,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_blocks_are_read_as_rustls_reads_them_and_broken_ones_skipped_as_go_skips_them() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let certs: Vec<_> = (0..3)
+            .map(|i| rcgen::CertificateParams::new(vec![format!("h{i}.example")]).unwrap().self_signed(&key).unwrap())
+            .collect();
+        let pem: Vec<String> = certs.iter().map(|c| c.pem()).collect();
+        let broken = pem[1].replacen('M', "!", 1);
+        let with_header = pem[1].replacen("-----\n", "-----\nProc-Type: 4,ENCRYPTED\n\n", 1);
+        let text = format!("prose\n{}{broken}{with_header}{}\r\n{}", pem[0], key.serialize_pem(), pem[2]);
+        let read = |text: &str| -> Vec<Vec<u8>> { pem_bodies(text.as_bytes()).filter_map(base64).collect() };
+        assert_eq!(read(&text), [certs[0].der().to_vec(), certs[2].der().to_vec()]);
+        assert_eq!(read(&pem[0].replace('\n', "\r\n")), [certs[0].der().to_vec()]);
+        assert_eq!(read(&pem[0][..pem[0].len() - 10]), Vec::<Vec<u8>>::new(), "unterminated");
+        // The same certificate twice, in other line lengths: one anchor, found twice.
+        let mut anchors = Anchors::default();
+        let rewrapped = pem[0].replace('\n', "").replace("-----MII", "-----\nMII").replace("-----END", "\n-----END");
+        let found: Vec<_> =
+            pem_bodies(format!("{}{rewrapped}", pem[0]).as_bytes()).filter_map(|body| anchors.add_pem(body)).collect();
+        assert_eq!((found.len(), found[0] == found[1], anchors.anchors.len()), (2, true, 1));
+    }
+
+    #[test]
+    fn base64_is_standard_with_padding() {
+        assert_eq!(base64(b"TWFu"), Some(b"Man".to_vec()));
+        assert_eq!(base64(b"TWE=\n"), Some(b"Ma".to_vec()));
+        assert_eq!(base64(b"TQ=="), Some(b"M".to_vec()));
+        assert_eq!(base64(b""), Some(Vec::new()));
+        for bad in [&b"TWE"[..], b"TQ=", b"T===", b"TW=u", b"TWF-"] {
+            assert_eq!(base64(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+    }
 }
