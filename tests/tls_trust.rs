@@ -253,10 +253,27 @@ fn a_cbc_only_server_is_named_with_what_the_gate_offers() {
         &r,
         &[
             "localhost refused the TLS handshake at the gate's first message (handshake_failure)",
-            "TLS 1.2 and 1.3 with AES-GCM, key exchange X25519, P-256 or P-384",
+            "TLS 1.2 and 1.3 with AES-GCM or ChaCha20-Poly1305, key exchange X25519, P-256 or P-384",
             "only CBC suites (TLS 1.2)",
         ],
     );
+}
+
+#[test]
+fn chacha20_only_servers_are_reached_over_tls_1_2_and_1_3() {
+    use rustls::crypto::ring::cipher_suite as suite;
+    let ca = TestCa::new();
+    for (suites, tls12_only) in [
+        (vec![suite::TLS13_CHACHA20_POLY1305_SHA256, suite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256], false),
+        (vec![suite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256], true),
+    ] {
+        let mode = tls_mode_with_suites(ca.leaf(&["localhost"]), &suites, tls12_only);
+        let (_p, iss) = Provider::for_issuer(mode, "", |iss| serve_at(WELL_KNOWN, discovery_doc(iss)));
+        let mut cmd = gate_for(&ca, &iss);
+        cmd.arg("--once");
+        let r = run(cmd);
+        assert_exit(&r, 0);
+    }
 }
 
 #[test]

@@ -14,17 +14,21 @@ use std::sync::Arc;
 use webpki::ring as algs;
 
 /// Go's default suites in Go's order (AES-GCM first, as on hardware with AES instructions), those
-/// rustls implements, less ChaCha20-Poly1305 (ring's costs 52 KiB of the static binary).
+/// rustls implements: all of TLS 1.3's, and TLS 1.2's AEAD suites with ECDHE. ChaCha20-Poly1305
+/// is what a server without AES instructions prefers (ring's costs 52 KiB of the static binary).
 pub(super) fn verify_only_provider() -> CryptoProvider {
     use rustls::crypto::ring::{cipher_suite as suite, kx_group};
     CryptoProvider {
         cipher_suites: vec![
             suite::TLS13_AES_128_GCM_SHA256,
             suite::TLS13_AES_256_GCM_SHA384,
+            suite::TLS13_CHACHA20_POLY1305_SHA256,
             suite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
             suite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
             suite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
             suite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+            suite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+            suite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
         ],
         kx_groups: vec![kx_group::X25519, kx_group::SECP256R1, kx_group::SECP384R1],
         signature_verification_algorithms: SIGNATURE_ALGORITHMS,
@@ -34,7 +38,8 @@ pub(super) fn verify_only_provider() -> CryptoProvider {
 }
 
 /// What the gate says it offers when a server finds nothing in common.
-pub(super) const OFFERED: &str = "TLS 1.2 and 1.3 with AES-GCM, key exchange X25519, P-256 or P-384";
+pub(super) const OFFERED: &str =
+    "TLS 1.2 and 1.3 with AES-GCM or ChaCha20-Poly1305, key exchange X25519, P-256 or P-384";
 
 /// The signature algorithms of rustls's ring provider (the same table, which it does not export),
 /// with RSA keys from 1024 bits as Go accepts them (ring's legacy PKCS#1 algorithms; ring has no
