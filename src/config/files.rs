@@ -5,7 +5,7 @@
 use super::{ConfigError, HeaderFile, Raw};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, TrustAnchor};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
 
@@ -49,10 +49,10 @@ pub(crate) struct Anchors {
     /// SHA-256 of each certificate, for the duplicates and for a server certificate that is
     /// byte for byte a trusted one.
     pub(crate) digests: HashSet<[u8; 32]>,
-    /// SHA-256 of each PEM block's text read so far, and of the certificate it held: a system
-    /// store holds each certificate two or three times over (a bundle, a file, a hash link), and
-    /// a copy is then recognised before it is decoded.
-    pem_texts: HashMap<[u8; 32], [u8; 32]>,
+    /// SHA-256 of each PEM block's text taken so far: a system store holds each certificate two
+    /// or three times over (a bundle, a file, a hash link), and a copy is then recognised before
+    /// it is decoded.
+    pem_texts: HashSet<[u8; 32]>,
 }
 
 impl Anchors {
@@ -67,15 +67,14 @@ impl Anchors {
     }
 
     /// Adds the certificate of one PEM block's body, unless it is not one (broken base64, not a
-    /// certificate webpki can take as an anchor): its digest.
+    /// certificate webpki can take as an anchor): the digest of the block's text.
     fn add_pem(&mut self, body: &[u8]) -> Option<[u8; 32]> {
         let text = certificate_digest(body);
-        if let Some(digest) = self.pem_texts.get(&text) {
-            return Some(*digest);
+        if !self.pem_texts.contains(&text) {
+            self.add(&CertificateDer::from(base64(body)?)).ok()?;
+            self.pem_texts.insert(text);
         }
-        let digest = self.add(&CertificateDer::from(base64(body)?)).ok()?;
-        self.pem_texts.insert(text, digest);
-        Some(digest)
+        Some(text)
     }
 }
 
@@ -109,7 +108,7 @@ fn load_ca_certs(path: &str, into: &mut Anchors) -> Result<usize, CaFileProblem>
 
 /// The certificates of a file that can serve as trust anchors, taken as Go's AppendCertsFromPEM
 /// takes them: whatever else it holds (keys, prose, DER) is skipped without a word. Each one's
-/// digest goes to `found` (what one source holds, each certificate once).
+/// text digest goes to `found` (what one source holds, each certificate once).
 pub(super) fn lenient_anchors(path: &Path, into: &mut Anchors, found: &mut HashSet<[u8; 32]>) -> std::io::Result<()> {
     let bytes = std::fs::read(path)?;
     found.extend(pem_bodies(&bytes).filter_map(|body| into.add_pem(body)));
@@ -153,38 +152,29 @@ fn find(text: &[u8], what: &[u8]) -> Option<usize> {
 /// system store holds hundreds of certificates: this is a plain decoder (rustls's is constant-time,
 /// as private keys need, and several times slower), for public data.
 fn base64(text: &[u8]) -> Option<Vec<u8>> {
-    /// Each byte's value, or SKIP (whitespace), PAD or BAD.
-    const SKIP: u8 = 64;
-    const PAD: u8 = 65;
-    const BAD: u8 = 66;
-    const TABLE: [u8; 256] = {
-        let mut table = [BAD; 256];
-        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut i = 0;
-        while i < 64 {
-            table[alphabet[i] as usize] = i as u8;
-            i += 1;
-        }
-        (table[b' ' as usize], table[b'\t' as usize], table[b'\r' as usize], table[b'\n' as usize]) =
-            (SKIP, SKIP, SKIP, SKIP);
-        table[b'=' as usize] = PAD;
-        table
-    };
     let mut out = Vec::with_capacity(text.len() / 4 * 3);
     let (mut acc, mut bits, mut digits, mut padding) = (0u32, 0u32, 0usize, 0usize);
     for &c in text {
-        match TABLE[usize::from(c)] {
-            SKIP => {}
-            PAD => padding += 1,
-            BAD => return None,
-            _ if padding > 0 => return None,
-            value => {
-                (acc, bits, digits) = ((acc << 6 | u32::from(value)) & 0xffff, bits + 6, digits + 1);
-                if bits >= 8 {
-                    bits -= 8;
-                    out.push((acc >> bits) as u8);
-                }
+        let value = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' => {
+                padding += 1;
+                continue;
             }
+            b' ' | b'\t' | b'\r' | b'\n' => continue,
+            _ => return None,
+        };
+        if padding > 0 {
+            return None;
+        }
+        (acc, bits, digits) = ((acc << 6 | u32::from(value)) & 0xffff, bits + 6, digits + 1);
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
         }
     }
     (digits % 4 != 1 && padding == (4 - digits % 4) % 4).then_some(out)
@@ -259,7 +249,7 @@ mod tests {
         let rewrapped = pem[0].replace('\n', "").replace("-----MII", "-----\nMII").replace("-----END", "\n-----END");
         let found: Vec<_> =
             pem_bodies(format!("{}{rewrapped}", pem[0]).as_bytes()).filter_map(|body| anchors.add_pem(body)).collect();
-        assert_eq!((found.len(), found[0] == found[1], anchors.anchors.len()), (2, true, 1));
+        assert_eq!((found.len(), anchors.anchors.len(), anchors.digests.len()), (2, 1, 1));
     }
 
     #[test]

@@ -18,10 +18,8 @@ impl std::error::Error for Refusal {}
 
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Refusal::NothingInCommon => f.write_str("no cipher suite or key exchange in common"),
-            Refusal::LeafKey(key) => write!(f, "server certificate with {key}"),
-        }
+        // Said in full by `explain`; this is for logs of the error value itself.
+        f.write_str("TLS handshake refused")
     }
 }
 
@@ -63,7 +61,7 @@ impl fmt::Display for Key {
         match self {
             Key::Rsa(bits) => write!(f, "an RSA key of {bits} bits"),
             Key::EcdsaP521 => f.write_str("an ECDSA P-521 key"),
-            Key::Other => f.write_str("a key of another kind"),
+            Key::Other => f.write_str("another key"),
         }
     }
 }
