@@ -268,7 +268,10 @@ fn chacha20_only_servers_are_reached_over_tls_1_2_and_1_3() {
         (vec![suite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256], true),
     ] {
         let mode = tls_mode_with_suites(ca.leaf(&["localhost"]), &suites, tls12_only);
-        let (_p, iss) = Provider::for_issuer(mode, "", |iss| serve_at(WELL_KNOWN, discovery_doc(iss)));
+        // Over 16 KiB, so that several records are decrypted.
+        let doc =
+            |iss: &str| discovery_doc(iss).replacen('{', &format!("{{\"x_padding\":\"{}\",", "a".repeat(40_000)), 1);
+        let (_p, iss) = Provider::for_issuer(mode, "", |iss| serve_at(WELL_KNOWN, doc(iss)));
         let mut cmd = gate_for(&ca, &iss);
         cmd.arg("--once");
         let r = run(cmd);

@@ -28,6 +28,7 @@ use ureq::unversioned::transport::{
 };
 
 mod algorithms;
+mod chacha;
 mod refusal;
 
 use algorithms::verify_only_provider;

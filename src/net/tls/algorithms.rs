@@ -15,21 +15,22 @@ use webpki::ring as algs;
 
 /// Go's default suites in Go's order (AES-GCM first, as on hardware with AES instructions), those
 /// rustls implements: all of TLS 1.3's, and TLS 1.2's AEAD suites with ECDHE. ChaCha20-Poly1305
-/// is what a server without AES instructions prefers (ring's costs 52 KiB of the static binary).
+/// is what a server without AES instructions prefers: RustCrypto's (`super::chacha`).
 pub(super) fn verify_only_provider() -> CryptoProvider {
     use rustls::crypto::ring::{cipher_suite as suite, kx_group};
+    let mut chacha = super::chacha::suites();
     CryptoProvider {
-        cipher_suites: vec![
-            suite::TLS13_AES_128_GCM_SHA256,
-            suite::TLS13_AES_256_GCM_SHA384,
-            suite::TLS13_CHACHA20_POLY1305_SHA256,
-            suite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
-            suite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
-            suite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
-            suite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-            suite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
-            suite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
-        ],
+        cipher_suites: [suite::TLS13_AES_128_GCM_SHA256, suite::TLS13_AES_256_GCM_SHA384]
+            .into_iter()
+            .chain(chacha.next())
+            .chain([
+                suite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+                suite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+                suite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+                suite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+            ])
+            .chain(chacha)
+            .collect(),
         kx_groups: vec![kx_group::X25519, kx_group::SECP256R1, kx_group::SECP384R1],
         signature_verification_algorithms: SIGNATURE_ALGORITHMS,
         secure_random: &SystemRandom,
