@@ -152,29 +152,38 @@ fn find(text: &[u8], what: &[u8]) -> Option<usize> {
 /// system store holds hundreds of certificates: this is a plain decoder (rustls's is constant-time,
 /// as private keys need, and several times slower), for public data.
 fn base64(text: &[u8]) -> Option<Vec<u8>> {
+    /// Each byte's value, or SKIP (whitespace), PAD or BAD.
+    const SKIP: u8 = 64;
+    const PAD: u8 = 65;
+    const BAD: u8 = 66;
+    const TABLE: [u8; 256] = {
+        let mut table = [BAD; 256];
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut i = 0;
+        while i < 64 {
+            table[alphabet[i] as usize] = i as u8;
+            i += 1;
+        }
+        (table[b' ' as usize], table[b'\t' as usize], table[b'\r' as usize], table[b'\n' as usize]) =
+            (SKIP, SKIP, SKIP, SKIP);
+        table[b'=' as usize] = PAD;
+        table
+    };
     let mut out = Vec::with_capacity(text.len() / 4 * 3);
     let (mut acc, mut bits, mut digits, mut padding) = (0u32, 0u32, 0usize, 0usize);
     for &c in text {
-        let value = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            b'=' => {
-                padding += 1;
-                continue;
+        match TABLE[usize::from(c)] {
+            SKIP => {}
+            PAD => padding += 1,
+            BAD => return None,
+            _ if padding > 0 => return None,
+            value => {
+                (acc, bits, digits) = ((acc << 6 | u32::from(value)) & 0xffff, bits + 6, digits + 1);
+                if bits >= 8 {
+                    bits -= 8;
+                    out.push((acc >> bits) as u8);
+                }
             }
-            b' ' | b'\t' | b'\r' | b'\n' => continue,
-            _ => return None,
-        };
-        if padding > 0 {
-            return None;
-        }
-        (acc, bits, digits) = ((acc << 6 | u32::from(value)) & 0xffff, bits + 6, digits + 1);
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
         }
     }
     (digits % 4 != 1 && padding == (4 - digits % 4) % 4).then_some(out)
