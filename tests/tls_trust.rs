@@ -103,7 +103,6 @@ fn dry_run_names_the_trust_sources_and_the_skip_verify_conflict() {
     assert_exit(&r, 0);
     let (pem, dir) = (ca.ca_arg(), ca.dir.path().display().to_string());
     for line in [
-        "trust           Mozilla's roots".to_string(),
         format!("trust           --ca-file {pem}: 1 certificate(s)"),
         format!("trust           SSL_CERT_FILE {pem}: 1 certificate(s)"),
         format!("trust           SSL_CERT_DIR {dir}: 1 certificate(s)"),
@@ -155,49 +154,165 @@ fn a_self_signed_ca_certificate_given_as_ca_file_is_accepted_with_name_and_dates
     assert_logged(&r, &["has expired"]);
 }
 
+/// Runs `script` with sh in `dir`, asserting it succeeds (openssl making keys and certificates).
+fn sh(dir: &std::path::Path, script: &str) {
+    let ok = Command::new("sh").arg("-c").arg(script).current_dir(dir).stderr(Stdio::null()).status();
+    assert!(ok.unwrap().success(), "{script}");
+}
+
+/// A CA `{name}ca.pem` with an openssl `-newkey` argument, and a leaf `{name}.pem` for localhost
+/// signed by it, with its own key type.
+fn openssl_pki(dir: &std::path::Path, name: &str, ca_key: &str, leaf_key: &str) {
+    sh(dir, "printf 'subjectAltName=DNS:localhost\\nbasicConstraints=CA:FALSE\\n' > ext");
+    sh(
+        dir,
+        &format!(
+            "openssl req -x509 -newkey {ca_key} -nodes -subj /CN=ca -keyout {name}ca.key -out {name}ca.pem -days 2 \
+             -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+             && openssl req -newkey {leaf_key} -nodes -subj /CN=localhost -keyout {name}.key -out {name}.csr \
+             && openssl x509 -req -in {name}.csr -CA {name}ca.pem -CAkey {name}ca.key -CAcreateserial \
+             -out {name}.pem -days 2 -extfile ext"
+        ),
+    );
+}
+
+/// openssl's server for `{name}.pem` with these extra arguments, and the gate's one attempt at
+/// it trusting `{name}ca.pem`.
+fn gate_at_openssl(dir: &std::path::Path, name: &str, args: &[&str]) -> Run {
+    require_openssl();
+    // openssl binds port 0 itself and says which port it got; -WWW serves files from `dir`.
+    let mut server = Command::new("openssl")
+        .args(["s_server", "-WWW", "-accept", "127.0.0.1:0"])
+        .args(["-cert", &format!("{name}.pem"), "-key", &format!("{name}.key")])
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let port = accepted_port(server.stdout.take().unwrap());
+    let issuer = issuer_at("localhost", port, "");
+    std::fs::create_dir_all(dir.join(".well-known")).unwrap();
+    std::fs::write(dir.join(&WELL_KNOWN[1..]), discovery_doc(&issuer)).unwrap();
+    let mut cmd = gate();
+    cmd.args(["--issuer", &issuer, "--once", "--ca-file"]).arg(dir.join(format!("{name}ca.pem")));
+    let r = run(cmd);
+    let _ = server.kill();
+    let _ = server.wait();
+    r
+}
+
 #[test]
 fn p521_certificates_are_explained() {
-    require_openssl();
     let dir = tempfile::tempdir().unwrap();
-    let sh = |script: &str| {
-        let ok = Command::new("sh").arg("-c").arg(script).current_dir(dir.path()).stderr(Stdio::null()).status();
-        assert!(ok.unwrap().success(), "{script}");
-    };
-    sh("printf 'subjectAltName=DNS:localhost\\nbasicConstraints=CA:FALSE\\n' > ext");
     // A P-521 CA signing a P-256 leaf; a P-256 CA signing a P-521 leaf.
-    for (ca_curve, leaf_curve, name) in [("P-521", "P-256", "a"), ("P-256", "P-521", "b")] {
-        sh(&format!(
-            "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:{ca_curve} -nodes -subj /CN=ca -keyout {name}ca.key \
-             -out {name}ca.pem -days 2 -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
-             && openssl req -newkey ec -pkeyopt ec_paramgen_curve:{leaf_curve} -nodes -subj /CN=localhost \
-             -keyout {name}.key -out {name}.csr && openssl x509 -req -in {name}.csr -CA {name}ca.pem -CAkey {name}ca.key \
-             -CAcreateserial -out {name}.pem -days 2 -extfile ext"
-        ));
-    }
-    for (name, expected) in [
-        ("a", "is signed with an ECDSA P-521 key, which this build cannot verify"),
-        ("b", "broke off the TLS handshake (handshake_failure)"),
+    openssl_pki(dir.path(), "a", "ec -pkeyopt ec_paramgen_curve:P-521", "ec -pkeyopt ec_paramgen_curve:P-256");
+    openssl_pki(dir.path(), "b", "ec -pkeyopt ec_paramgen_curve:P-256", "ec -pkeyopt ec_paramgen_curve:P-521");
+    for (name, args, expected) in [
+        ("a", &[][..], "is signed with an ECDSA P-521 key, which this build cannot verify"),
+        // The gate offers P-521 signatures as Go does, so the server shows its certificate.
+        ("b", &[][..], "server certificate of localhost has an ECDSA P-521 key, which this build cannot verify"),
+        // TLS 1.2 ties an ECDSA certificate to the key exchange groups offered: without P-521
+        // among them, the server refuses at once.
+        ("b", &["-tls1_2"][..], "certificates with a P-521 key (over TLS 1.2)"),
     ] {
-        // openssl binds port 0 itself and says which port it got.
-        let mut server = Command::new("openssl")
-            .args(["s_server", "-www", "-accept", "127.0.0.1:0"])
-            .args(["-cert", &format!("{name}.pem"), "-key", &format!("{name}.key")])
-            .current_dir(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let port = accepted_port(server.stdout.take().unwrap());
-        let mut cmd = gate();
-        cmd.args(["--issuer", &issuer_at("localhost", port, ""), "--once", "--ca-file"])
-            .arg(dir.path().join(format!("{name}ca.pem")));
-        let r = run(cmd);
-        let _ = server.kill();
-        let _ = server.wait();
+        let r = gate_at_openssl(dir.path(), name, args);
         assert_exit(&r, 1);
-        assert!(r.log().contains(expected) && r.log().contains("P-521"), "{name}: {}", r.log());
+        assert!(r.log().contains(expected), "{name} {args:?}: {}", r.log());
         assert!(!r.log().contains("signature_algorithm_id"), "no debug dump: {}", r.log());
     }
+}
+
+#[test]
+fn rsa_1024_keys_are_accepted_as_go_accepts_them_where_ring_can_check_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // A 1024-bit CA (Go accepts RSA keys from 1024 bits), and a 1024-bit leaf.
+    openssl_pki(dir.path(), "ca1024", "rsa:1024", "ec -pkeyopt ec_paramgen_curve:P-256");
+    openssl_pki(dir.path(), "leaf1024", "rsa:2048", "rsa:1024");
+    let weak = ["-cipher", "DEFAULT@SECLEVEL=0"];
+    assert_exit(&gate_at_openssl(dir.path(), "ca1024", &weak), 0);
+    // TLS 1.2 signed with PKCS#1: checked. TLS 1.3 signs with RSA-PSS, which ring checks only from
+    // 2048 bits: said so.
+    let r = gate_at_openssl(dir.path(), "leaf1024", &[&weak[..], &["-tls1_2", "-sigalgs", "RSA+SHA256"]].concat());
+    assert_exit(&r, 0);
+    let r = gate_at_openssl(dir.path(), "leaf1024", &[&weak[..], &["-tls1_3"]].concat());
+    assert_exit(&r, 1);
+    assert_logged(
+        &r,
+        &["server certificate of localhost has an RSA key of 1024 bits, and the server signs with RSA-PSS"],
+    );
+}
+
+#[test]
+fn a_cbc_only_server_is_named_with_what_the_gate_offers() {
+    let dir = tempfile::tempdir().unwrap();
+    openssl_pki(dir.path(), "cbc", "ec -pkeyopt ec_paramgen_curve:P-256", "ec -pkeyopt ec_paramgen_curve:P-256");
+    let r = gate_at_openssl(dir.path(), "cbc", &["-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-SHA"]);
+    assert_exit(&r, 1);
+    assert_logged(
+        &r,
+        &[
+            "localhost refused the TLS handshake at the gate's first message (handshake_failure)",
+            "TLS 1.2 and 1.3 with AES-GCM or ChaCha20-Poly1305, key exchange X25519, P-256 or P-384",
+            "only CBC suites (TLS 1.2)",
+        ],
+    );
+}
+
+#[test]
+fn chacha20_only_servers_are_reached_over_tls_1_2_and_1_3() {
+    use rustls::crypto::ring::cipher_suite as suite;
+    let ca = TestCa::new();
+    for (suites, tls12_only) in [
+        (vec![suite::TLS13_CHACHA20_POLY1305_SHA256, suite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256], false),
+        (vec![suite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256], true),
+    ] {
+        let mode = tls_mode_with_suites(ca.leaf(&["localhost"]), &suites, tls12_only);
+        // Over 16 KiB, so that several records are decrypted.
+        let doc =
+            |iss: &str| discovery_doc(iss).replacen('{', &format!("{{\"x_padding\":\"{}\",", "a".repeat(40_000)), 1);
+        let (_p, iss) = Provider::for_issuer(mode, "", |iss| serve_at(WELL_KNOWN, doc(iss)));
+        let mut cmd = gate_for(&ca, &iss);
+        cmd.arg("--once");
+        let r = run(cmd);
+        assert_exit(&r, 0);
+    }
+}
+
+#[test]
+fn a_ca_file_holding_another_ca_of_the_same_name_is_told_from_an_unknown_ca() {
+    // Every TestCa has the same name and its own key: a CA re-created under the same name.
+    let (old, new) = (TestCa::new(), TestCa::new());
+    let (_p, iss) = ready_provider(&new, "localhost", "");
+    let mut cmd = gate_for(&old, &iss);
+    cmd.arg("--once");
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(
+        &r,
+        &["certificate of localhost is named as signed by a trusted CA, but that CA's key does not verify"],
+    );
+}
+
+#[test]
+fn with_ssl_cert_file_and_ssl_cert_dir_set_mozillas_roots_are_no_longer_trusted() {
+    let ca = TestCa::new();
+    let dir = ca.dir.path().display().to_string();
+    let cases: [(&[(&str, &str)], bool); 3] = [
+        (&[("SSL_CERT_FILE", &ca.ca_arg())], true),
+        (&[("SSL_CERT_DIR", &dir)], true),
+        (&[("SSL_CERT_FILE", &ca.ca_arg()), ("SSL_CERT_DIR", &dir)], false),
+    ];
+    for (env, mozilla) in cases {
+        let mut cmd = gate();
+        cmd.args(["--issuer", "https://sso.example.com", "--dry-run"]).envs(env.iter().copied());
+        let r = run(cmd);
+        assert_exit(&r, 0);
+        assert_eq!(r.stdout.contains("trust           Mozilla's roots"), mozilla, "{env:?}: {}", r.stdout);
+    }
+    // And the server the two name is still reached.
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    assert_exit(&once_with(&iss, &[("SSL_CERT_FILE", &ca.ca_arg()), ("SSL_CERT_DIR", &dir)]), 0);
 }
 
 #[test]

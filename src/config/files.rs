@@ -3,8 +3,9 @@
 //! before every attempt).
 
 use super::{ConfigError, HeaderFile, Raw};
-use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, TrustAnchor};
+use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
 
@@ -39,8 +40,52 @@ impl fmt::Display for CaFileProblem {
     }
 }
 
-/// Reads and checks one PEM file of CA certificates.
-fn load_ca_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, CaFileProblem> {
+/// Trust anchors gathered as Go's `CertPool` gathers certificates: each certificate once, by its
+/// bytes (Go keys its pool by a digest of them), checked before it is parsed, and parsed once, for
+/// only what verification needs (its subject, key and name constraints).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Anchors {
+    pub(crate) anchors: Vec<TrustAnchor<'static>>,
+    /// SHA-256 of each certificate, for the duplicates and for a server certificate that is
+    /// byte for byte a trusted one.
+    pub(crate) digests: HashSet<[u8; 32]>,
+    /// SHA-256 of each PEM block's text taken so far: a system store holds each certificate two
+    /// or three times over (a bundle, a file, a hash link), and a copy is then recognised before
+    /// it is decoded.
+    pem_texts: HashSet<[u8; 32]>,
+}
+
+impl Anchors {
+    /// Adds one certificate, unless it is already there: its digest, if it can be an anchor.
+    fn add(&mut self, cert: &CertificateDer<'_>) -> Result<[u8; 32], webpki::Error> {
+        let digest = certificate_digest(cert);
+        if !self.digests.contains(&digest) {
+            self.anchors.push(webpki::anchor_from_trusted_cert(cert)?.to_owned());
+            self.digests.insert(digest);
+        }
+        Ok(digest)
+    }
+
+    /// Adds the certificate of one PEM block's body, unless it is not one (broken base64, not a
+    /// certificate webpki can take as an anchor): the digest of the block's text.
+    fn add_pem(&mut self, body: &[u8]) -> Option<[u8; 32]> {
+        let text = certificate_digest(body);
+        if !self.pem_texts.contains(&text) {
+            self.add(&CertificateDer::from(base64(body)?)).ok()?;
+            self.pem_texts.insert(text);
+        }
+        Some(text)
+    }
+}
+
+/// What tells certificates apart: the SHA-256 of their bytes.
+pub(crate) fn certificate_digest(bytes: &[u8]) -> [u8; 32] {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    digest.as_ref().try_into().unwrap_or_default()
+}
+
+/// Reads and checks one PEM file of CA certificates into `into`: how many it holds.
+fn load_ca_certs(path: &str, into: &mut Anchors) -> Result<usize, CaFileProblem> {
     let bytes = std::fs::read(path).map_err(CaFileProblem::Unreadable)?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(CaFileProblem::Empty);
@@ -55,46 +100,116 @@ fn load_ca_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, CaFileProbl
         return Err(CaFileProblem::NoCertificate);
     }
     for (i, cert) in certs.iter().enumerate() {
-        anchor(cert).map_err(|e| CaFileProblem::BadCertificate { index: i + 1, reason: e.to_string() })?;
+        let reason = |e: webpki::Error| CaFileProblem::BadCertificate { index: i + 1, reason: e.to_string() };
+        into.add(cert).map_err(reason)?;
     }
-    Ok(certs)
-}
-
-/// Whether a certificate can serve as a trust anchor.
-fn anchor(cert: &CertificateDer<'static>) -> Result<(), rustls::Error> {
-    rustls::RootCertStore::empty().add(cert.clone())
+    Ok(certs.len())
 }
 
 /// The certificates of a file that can serve as trust anchors, taken as Go's AppendCertsFromPEM
-/// takes them: whatever else it holds (keys, prose, DER) is skipped without a word.
-pub(super) fn lenient_anchors(path: &Path) -> std::io::Result<Vec<CertificateDer<'static>>> {
+/// takes them: whatever else it holds (keys, prose, DER) is skipped without a word. Each one's
+/// text digest goes to `found` (what one source holds, each certificate once).
+pub(super) fn lenient_anchors(path: &Path, into: &mut Anchors, found: &mut HashSet<[u8; 32]>) -> std::io::Result<()> {
     let bytes = std::fs::read(path)?;
-    Ok(CertificateDer::pem_slice_iter(&bytes).map_while(Result::ok).filter(|c| anchor(c).is_ok()).collect())
+    found.extend(pem_bodies(&bytes).filter_map(|body| into.add_pem(body)));
+    Ok(())
 }
 
-/// Every file of a directory, not recursive, as Go reads an `SSL_CERT_DIR` entry: what cannot be
-/// read (a subdirectory) is skipped, and so is a symbolic link within the directory (a hash link
-/// such as `5ad8a5d6.0`: a second copy of a file already read). Each certificate counts once
-/// (Debian's `/etc/ssl/certs` also holds them all in one bundle).
-pub(super) fn directory_anchors(dir: &Path) -> std::io::Result<Vec<CertificateDer<'static>>> {
-    let mut certs = Vec::new();
-    for entry in std::fs::read_dir(dir)?.flatten() {
-        let path = entry.path();
-        if std::fs::read_link(&path).is_ok_and(|to| to.components().count() == 1) {
-            continue;
+/// The bodies of the `CERTIFICATE` blocks of a PEM text, as Go's `pem.Decode` finds them: text
+/// around them is skipped, and so is a block with headers (`AppendCertsFromPEM` skips those).
+fn pem_bodies(mut text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    const BEGIN: &[u8] = b"-----BEGIN CERTIFICATE-----";
+    const END: &[u8] = b"-----END CERTIFICATE-----";
+    std::iter::from_fn(move || {
+        loop {
+            let start = find(text, BEGIN)? + BEGIN.len();
+            let Some(end) = find(&text[start..], END) else {
+                text = &[];
+                return None;
+            };
+            let body = &text[start..start + end];
+            text = &text[start + end + END.len()..];
+            if !body.contains(&b':') {
+                return Some(body);
+            }
         }
-        for cert in lenient_anchors(&path).unwrap_or_default() {
-            if !certs.contains(&cert) {
-                certs.push(cert);
+    })
+}
+
+/// Where `what` (which starts with a byte the base64 alphabet lacks) first occurs in `text`.
+fn find(text: &[u8], what: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(at) = text.get(from..)?.iter().position(|b| *b == what[0]) {
+        if text[from + at..].starts_with(what) {
+            return Some(from + at);
+        }
+        from += at + 1;
+    }
+    None
+}
+
+/// Standard base64 with padding, whitespace ignored, as Go's `pem.Decode` reads a block's body. A
+/// system store holds hundreds of certificates: this is a plain decoder (rustls's is constant-time,
+/// as private keys need, and several times slower), for public data.
+fn base64(text: &[u8]) -> Option<Vec<u8>> {
+    /// Each byte's value, or SKIP (whitespace), PAD or BAD.
+    const SKIP: u8 = 64;
+    const PAD: u8 = 65;
+    const BAD: u8 = 66;
+    const TABLE: [u8; 256] = {
+        let mut table = [BAD; 256];
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut i = 0;
+        while i < 64 {
+            table[alphabet[i] as usize] = i as u8;
+            i += 1;
+        }
+        (table[b' ' as usize], table[b'\t' as usize], table[b'\r' as usize], table[b'\n' as usize]) =
+            (SKIP, SKIP, SKIP, SKIP);
+        table[b'=' as usize] = PAD;
+        table
+    };
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let (mut acc, mut bits, mut digits, mut padding) = (0u32, 0u32, 0usize, 0usize);
+    for &c in text {
+        match TABLE[usize::from(c)] {
+            SKIP => {}
+            PAD => padding += 1,
+            BAD => return None,
+            _ if padding > 0 => return None,
+            value => {
+                (acc, bits, digits) = ((acc << 6 | u32::from(value)) & 0xffff, bits + 6, digits + 1);
+                if bits >= 8 {
+                    bits -= 8;
+                    out.push((acc >> bits) as u8);
+                }
             }
         }
     }
-    Ok(certs)
+    (digits % 4 != 1 && padding == (4 - digits % 4) % 4).then_some(out)
 }
 
-/// Every certificate of one CA file, in order.
-pub(super) fn load_ca_file(raw: &Raw) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
-    load_ca_certs(&raw.value).map_err(|problem| ConfigError::CaFile {
+/// Every file of a directory, not recursive, as Go reads an `SSL_CERT_DIR` entry: what cannot be
+/// read (a subdirectory, a file without permission) is skipped, and so is a symbolic link to a
+/// name in the same directory (a hash link such as `5ad8a5d6.0`: a second copy of a file read
+/// anyway), without reading it. How many certificates it holds, each once (Debian's
+/// `/etc/ssl/certs` holds them all once more in its bundle).
+pub(super) fn directory_anchors(dir: &Path, into: &mut Anchors) -> std::io::Result<usize> {
+    let mut found = HashSet::new();
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let path = entry.path();
+        let link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        if link && std::fs::read_link(&path).is_ok_and(|to| to.components().count() == 1) {
+            continue;
+        }
+        let _unreadable_is_skipped = lenient_anchors(&path, into, &mut found);
+    }
+    Ok(found.len())
+}
+
+/// Every certificate of one CA file, added to `into`: how many it holds.
+pub(super) fn load_ca_file(raw: &Raw, into: &mut Anchors) -> Result<usize, ConfigError> {
+    load_ca_certs(&raw.value, into).map_err(|problem| ConfigError::CaFile {
         source: raw.source,
         path: raw.value.clone(),
         problem,
@@ -118,4 +233,42 @@ pub(crate) fn check_header_file(raw: &Raw, header: &HeaderFile) -> Result<(), Co
         path: header.path.display().to_string(),
         problem,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_blocks_are_read_as_rustls_reads_them_and_broken_ones_skipped_as_go_skips_them() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let certs: Vec<_> = (0..3)
+            .map(|i| rcgen::CertificateParams::new(vec![format!("h{i}.example")]).unwrap().self_signed(&key).unwrap())
+            .collect();
+        let pem: Vec<String> = certs.iter().map(|c| c.pem()).collect();
+        let broken = pem[1].replacen('M', "!", 1);
+        let with_header = pem[1].replacen("-----\n", "-----\nProc-Type: 4,ENCRYPTED\n\n", 1);
+        let text = format!("prose\n{}{broken}{with_header}{}\r\n{}", pem[0], key.serialize_pem(), pem[2]);
+        let read = |text: &str| -> Vec<Vec<u8>> { pem_bodies(text.as_bytes()).filter_map(base64).collect() };
+        assert_eq!(read(&text), [certs[0].der().to_vec(), certs[2].der().to_vec()]);
+        assert_eq!(read(&pem[0].replace('\n', "\r\n")), [certs[0].der().to_vec()]);
+        assert_eq!(read(&pem[0][..pem[0].len() - 10]), Vec::<Vec<u8>>::new(), "unterminated");
+        // The same certificate twice, in other line lengths: one anchor, found twice.
+        let mut anchors = Anchors::default();
+        let rewrapped = pem[0].replace('\n', "").replace("-----MII", "-----\nMII").replace("-----END", "\n-----END");
+        let found: Vec<_> =
+            pem_bodies(format!("{}{rewrapped}", pem[0]).as_bytes()).filter_map(|body| anchors.add_pem(body)).collect();
+        assert_eq!((found.len(), anchors.anchors.len(), anchors.digests.len()), (2, 1, 1));
+    }
+
+    #[test]
+    fn base64_is_standard_with_padding() {
+        assert_eq!(base64(b"TWFu"), Some(b"Man".to_vec()));
+        assert_eq!(base64(b"TWE=\n"), Some(b"Ma".to_vec()));
+        assert_eq!(base64(b"TQ=="), Some(b"M".to_vec()));
+        assert_eq!(base64(b""), Some(Vec::new()));
+        for bad in [&b"TWE"[..], b"TQ=", b"T===", b"TW=u", b"TWF-"] {
+            assert_eq!(base64(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+    }
 }

@@ -26,7 +26,7 @@ mod trust;
 
 pub(crate) use connect_to::{ConnectTo, ConnectToProblem};
 pub(crate) use error::{ConfigError, Conflict};
-pub(crate) use files::CaFileProblem;
+pub(crate) use files::{CaFileProblem, certificate_digest};
 pub(crate) use header_files::{HeaderFile, HeaderNameProblem};
 pub(crate) use inputs::{Raw, Source};
 pub(crate) use proxy_env::{ProxyChoice, ProxyKind, ProxySettings, Route};

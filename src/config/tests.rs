@@ -197,7 +197,7 @@ fn notes(loaded: &Loaded) -> Vec<&str> {
 }
 
 #[test]
-fn go_trust_variables_add_to_mozillas_roots() {
+fn go_trust_variables_add_to_the_trusted_certificates() {
     let (dir, pem) = pem_dir();
     std::fs::write(dir.path().join("README"), "not PEM, skipped as Go skips it").unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
@@ -206,8 +206,8 @@ fn go_trust_variables_add_to_mozillas_roots() {
     let loaded =
         load(&["--issuer", "https://h"], &[("SSL_CERT_FILE", &pem), ("SSL_CERT_DIR", &format!(":{d}"))]).unwrap();
     let trust = &loaded.config.network.trust;
-    assert!(trust.mozilla);
-    assert_eq!(trust.roots.len(), 2, "the hash link is not a second copy");
+    assert!(!trust.mozilla, "both set: Go reads no system bundle or directory, so Mozilla's roots do not stand in");
+    assert_eq!(trust.roots.anchors.len(), 1, "each certificate once, and the hash link is not read");
     assert_eq!(trust.sources, [(Source::Env("SSL_CERT_FILE"), pem.clone(), 1), (Source::Env("SSL_CERT_DIR"), d, 1)]);
     assert!(loaded.notices.is_empty(), "{:?}", loaded.notices);
     let c = build(&["--issuer", "https://h", "--ca-file", &pem], &[]).unwrap();

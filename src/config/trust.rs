@@ -1,12 +1,22 @@
 //! What the gate trusts, decided as the real client decides it. oauth2-proxy (v7.15.6,
-//! `GetCertPool`) trusts Go's system pool (with `SSL_CERT_FILE` and `SSL_CERT_DIR`) plus nothing
-//! else, or its `OAUTH2_PROXY_PROVIDER_CA_FILES` instead of that pool, or both with
-//! `OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE=true`. Mozilla's roots stand for the system store. A
-//! certificate the proxy rejects must not pass the gate; one it accepts should.
+//! `GetCertPool`) trusts Go's system pool plus nothing else, or its
+//! `OAUTH2_PROXY_PROVIDER_CA_FILES` instead of that pool, or both with
+//! `OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE=true`. A certificate the proxy rejects must not pass the
+//! gate; one it accepts should.
+//!
+//! Go builds its system pool on Linux (crypto/x509 `root_unix.go`) from one bundle file (the first
+//! of its list that exists, e.g. Debian's `/etc/ssl/certs/ca-certificates.crt`) and every file of
+//! its directories (`/etc/ssl/certs`, `/etc/pki/tls/certs`). `SSL_CERT_FILE` replaces the bundle
+//! files, `SSL_CERT_DIR` (colon-separated) the directories. Mozilla's roots stand for the system's
+//! part that is not replaced, which the gate's image does not carry: with neither variable set,
+//! for both; with one set, for the other part (in a Debian container, Go would read the system
+//! bundle or directory beside it); with both set, for nothing: the gate then trusts those two
+//! (and its CA files) alone, as the proxy does.
 
 use super::{ConfigError, Notice, Raw, Source, files, inputs::Inputs};
 use crate::settings::Id;
-use rustls::pki_types::CertificateDer;
+use files::Anchors;
+use std::collections::HashSet;
 use std::path::Path;
 
 /// Go's one PEM bundle, in place of the system's.
@@ -21,8 +31,9 @@ const SKIP_VERIFY: &str = "OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY";
 pub(crate) struct Trust {
     /// Mozilla's roots.
     pub(crate) mozilla: bool,
-    /// Every other trusted certificate: the CA files', then `SSL_CERT_FILE`'s and `SSL_CERT_DIR`'s.
-    pub(crate) roots: Vec<CertificateDer<'static>>,
+    /// Every other trusted certificate, each once: the CA files', then `SSL_CERT_FILE`'s and
+    /// `SSL_CERT_DIR`'s.
+    pub(crate) roots: Anchors,
     /// Where `roots` came from, in order: the flag or variable, the path, how many certificates.
     pub(crate) sources: Vec<(Source, String, usize)>,
 }
@@ -66,27 +77,33 @@ pub(super) fn read(
 }
 
 /// Loads what is trusted: a CA file that is wrong is an error; Go's variables are not (Go
-/// carries on with its other sources), but what is wrong with them is said.
+/// carries on with its other sources), but what is wrong with them is said. Mozilla's roots stand
+/// for the system's files and directories, unless `SSL_CERT_FILE` and `SSL_CERT_DIR` replace both
+/// (with one set, they stand for the part it does not replace: Go reads the system's default
+/// bundle, or its default directories, beside it).
 pub(super) fn load(inputs: &TrustInputs, notices: &mut Vec<Notice>) -> Result<Trust, ConfigError> {
-    let mut trust = Trust { mozilla: inputs.system.is_some(), ..Trust::default() };
+    let mut trust = Trust::default();
     for raw in &inputs.ca_files {
-        trust.add(raw.source, &raw.value, files::load_ca_file(raw)?);
+        let n = files::load_ca_file(raw, &mut trust.roots)?;
+        trust.sources.push((raw.source, raw.value.clone(), n));
     }
     let Some((file, dirs)) = &inputs.system else { return Ok(trust) };
+    trust.mozilla = file.is_none() || dirs.is_none();
     let mut skipped = |raw: &Raw, path: &str, why: String| {
         notices.push(Notice::Warning(format!("{}: '{path}' {why}; carrying on without it, as Go does", raw.source)));
     };
     if let Some(raw) = file {
-        match files::lenient_anchors(Path::new(&raw.value)) {
-            Ok(certs) if certs.is_empty() => skipped(raw, &raw.value, "holds no PEM certificate".into()),
-            Ok(certs) => trust.add(raw.source, &raw.value, certs),
+        let mut found = HashSet::new();
+        match files::lenient_anchors(Path::new(&raw.value), &mut trust.roots, &mut found) {
+            Ok(()) if found.is_empty() => skipped(raw, &raw.value, "holds no PEM certificate".into()),
+            Ok(()) => trust.sources.push((raw.source, raw.value.clone(), found.len())),
             Err(e) => skipped(raw, &raw.value, format!("cannot be read ({e})")),
         }
     }
     if let Some(raw) = dirs {
         for dir in raw.value.split(':').filter(|d| !d.is_empty()) {
-            match files::directory_anchors(Path::new(dir)) {
-                Ok(certs) => trust.add(raw.source, dir, certs),
+            match files::directory_anchors(Path::new(dir), &mut trust.roots) {
+                Ok(n) => trust.sources.push((raw.source, dir.to_string(), n)),
                 Err(e) => skipped(raw, dir, format!("cannot be read as a directory ({e})")),
             }
         }
@@ -94,9 +111,63 @@ pub(super) fn load(inputs: &TrustInputs, notices: &mut Vec<Notice>) -> Result<Tr
     Ok(trust)
 }
 
-impl Trust {
-    fn add(&mut self, source: Source, path: &str, certs: Vec<CertificateDer<'static>>) {
-        self.sources.push((source, path.to_string(), certs.len()));
-        self.roots.extend(certs);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ca_pem(dir: &Path) -> String {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let pem = dir.join("ca.pem");
+        std::fs::write(&pem, params.self_signed(&key).unwrap().pem()).unwrap();
+        pem.display().to_string()
+    }
+
+    fn system(file: Option<&str>, dirs: Option<&str>) -> Trust {
+        let raw = |name, value: &str| Raw { value: value.to_string(), source: Source::Env(name) };
+        let system = Some((file.map(|f| raw(CERT_FILE, f)), dirs.map(|d| raw(CERT_DIR, d))));
+        load(&TrustInputs { ca_files: Vec::new(), system, skip_verify: false }, &mut Vec::new()).unwrap()
+    }
+
+    /// Go's pool on Linux: `SSL_CERT_FILE` replaces the system's bundle files, `SSL_CERT_DIR` its
+    /// directories; Mozilla's roots stand for whichever part is left, and for nothing once both
+    /// are replaced.
+    #[test]
+    fn mozillas_roots_stand_for_the_system_part_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let pem = ca_pem(dir.path());
+        let d = dir.path().display().to_string();
+        assert!(system(None, None).mozilla);
+        assert!(system(Some(&pem), None).mozilla);
+        assert!(system(None, Some(&d)).mozilla);
+        let both = system(Some(&pem), Some(&d));
+        assert!(!both.mozilla);
+        assert_eq!(both.roots.anchors.len(), 1, "the same certificate in the file and the directory counts once");
+        assert_eq!(both.sources.iter().map(|s| s.2).collect::<Vec<_>>(), [1, 1]);
+        // Still replaced when nothing in them can be read: Go then trusts nothing.
+        let none = system(Some("/nonexistent.pem"), Some("/nonexistent"));
+        assert!(!none.mozilla && none.roots.anchors.is_empty());
+    }
+
+    /// Go's AppendCertsFromPEM and its directory walk: a hash link to a file in the same
+    /// directory is not read, unreadable entries and non-PEM files are skipped, and each
+    /// certificate is kept once whatever the number of files holding it.
+    #[test]
+    fn directories_are_read_as_go_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let pem = ca_pem(dir.path());
+        let bundle = dir.path().join("bundle.crt");
+        let text = std::fs::read_to_string(&pem).unwrap();
+        std::fs::write(&bundle, format!("prose\n{text}{text}")).unwrap();
+        std::os::unix::fs::symlink("ca.pem", dir.path().join("5ad8a5d6.0")).unwrap();
+        std::os::unix::fs::symlink(&pem, dir.path().join("absolute.pem")).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("key.pem"), "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+            .unwrap();
+        let trust = system(None, Some(&dir.path().display().to_string()));
+        assert_eq!(trust.roots.anchors.len(), 1);
+        assert_eq!(trust.roots.digests.len(), 1);
+        assert_eq!(trust.sources[0].2, 1);
     }
 }

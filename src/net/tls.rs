@@ -1,6 +1,7 @@
-//! TLS with rustls: Mozilla's roots plus the user's CA files and Go's `SSL_CERT_FILE` and
-//! `SSL_CERT_DIR` (or, as oauth2-proxy does, its CA files alone), always verified, and failures
-//! said so that the reader knows what to change.
+//! TLS with rustls: what `config::Trust` decided (Mozilla's roots for the system's, the user's CA
+//! files, Go's `SSL_CERT_FILE` and `SSL_CERT_DIR`), always verified, offering what Go's client
+//! offers where ring can (`algorithms`), and failures said so that the reader knows what to change
+//! (`refusal` finds the causes rustls does not name).
 //!
 //! ureq's own rustls connector can trust either Mozilla's roots or a given list, not both, so
 //! this module supplies the connector. There is deliberately no way to switch verification off.
@@ -8,23 +9,30 @@
 //! one of the trusted certificates beyond Mozilla's (the self-signed certificate people hand to
 //! oauth2-proxy's `--provider-ca-file`), still checked for its name and validity period.
 
-use crate::config::Trust;
+use crate::config::{Trust, certificate_digest};
 use crate::progress::{Progress, Stage};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ResolvesClientCert, WebPkiServerVerifier};
-use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
 use rustls::{
     AlertDescription, CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore,
     SignatureScheme, StreamOwned,
 };
+use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::sync::Arc;
 use ureq::unversioned::transport::{
     Buffers, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout, Transport, TransportAdapter,
 };
-use webpki::ring as algs;
+
+mod algorithms;
+mod chacha;
+mod refusal;
+
+use algorithms::verify_only_provider;
+pub(crate) use refusal::Refusal;
 
 /// What every TLS connection shares: ring, and the certificate verifier.
 #[derive(Debug, Clone)]
@@ -34,16 +42,14 @@ pub(crate) struct TlsSettings {
 }
 
 impl TlsSettings {
-    /// Mozilla's roots (when `mozilla`) plus `extra_roots` (already checked one by one when the
-    /// configuration was read).
+    /// Mozilla's roots (when `trust.mozilla`) plus the other trusted certificates, parsed into
+    /// anchors once, when the configuration was read.
     pub(crate) fn new(trust: &Trust) -> Result<TlsSettings, rustls::client::VerifierBuilderError> {
-        let extra_roots = &trust.roots;
         let provider = Arc::new(verify_only_provider());
         let mozilla = if trust.mozilla { webpki_roots::TLS_SERVER_ROOTS } else { &[] };
-        let mut roots = RootCertStore { roots: mozilla.to_vec() };
-        let (_added, _ignored) = roots.add_parsable_certificates(extra_roots.iter().cloned());
+        let roots = RootCertStore { roots: [mozilla, &trust.roots.anchors].concat() };
         let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build()?;
-        Ok(TlsSettings { provider, verifier: Arc::new(GateVerifier { webpki, pinned: extra_roots.to_vec() }) })
+        Ok(TlsSettings { provider, verifier: Arc::new(GateVerifier { webpki, pinned: trust.roots.digests.clone() }) })
     }
 
     /// A client configuration for one connection, reporting to `progress` whether the server
@@ -61,83 +67,6 @@ impl TlsSettings {
     }
 }
 
-/// ring, as rustls's `ring::default_provider()` sets it up, less what a client that verifies and
-/// never signs has no use for: no private-key loading (so none of ring's signing code is linked)
-/// and no ChaCha20-Poly1305 suites (every TLS 1.2 and 1.3 server offers AES-GCM, which TLS 1.3
-/// makes mandatory). Together about 60 KB of the static binary, which has to stay within 2 MiB.
-fn verify_only_provider() -> CryptoProvider {
-    use rustls::crypto::ring::{cipher_suite as suite, kx_group};
-    CryptoProvider {
-        cipher_suites: vec![
-            suite::TLS13_AES_256_GCM_SHA384,
-            suite::TLS13_AES_128_GCM_SHA256,
-            suite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
-            suite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
-            suite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-            suite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
-        ],
-        kx_groups: vec![kx_group::X25519, kx_group::SECP256R1, kx_group::SECP384R1],
-        signature_verification_algorithms: SIGNATURE_ALGORITHMS,
-        secure_random: &SystemRandom,
-        key_provider: &NoPrivateKeys,
-    }
-}
-
-/// The signature algorithms of rustls's ring provider (the same table, which it does not export).
-static SIGNATURE_ALGORITHMS: WebPkiSupportedAlgorithms = WebPkiSupportedAlgorithms {
-    all: &[
-        algs::ECDSA_P256_SHA256,
-        algs::ECDSA_P256_SHA384,
-        algs::ECDSA_P384_SHA256,
-        algs::ECDSA_P384_SHA384,
-        algs::ED25519,
-        algs::RSA_PSS_2048_8192_SHA256_LEGACY_KEY,
-        algs::RSA_PSS_2048_8192_SHA384_LEGACY_KEY,
-        algs::RSA_PSS_2048_8192_SHA512_LEGACY_KEY,
-        algs::RSA_PKCS1_2048_8192_SHA256,
-        algs::RSA_PKCS1_2048_8192_SHA384,
-        algs::RSA_PKCS1_2048_8192_SHA512,
-        algs::RSA_PKCS1_2048_8192_SHA256_ABSENT_PARAMS,
-        algs::RSA_PKCS1_2048_8192_SHA384_ABSENT_PARAMS,
-        algs::RSA_PKCS1_2048_8192_SHA512_ABSENT_PARAMS,
-    ],
-    mapping: &[
-        // For TLS 1.2 the curve is not fixed by the SignatureScheme; for TLS 1.3 it is.
-        (SignatureScheme::ECDSA_NISTP384_SHA384, &[algs::ECDSA_P384_SHA384, algs::ECDSA_P256_SHA384]),
-        (SignatureScheme::ECDSA_NISTP256_SHA256, &[algs::ECDSA_P256_SHA256, algs::ECDSA_P384_SHA256]),
-        (SignatureScheme::ED25519, &[algs::ED25519]),
-        (SignatureScheme::RSA_PSS_SHA512, &[algs::RSA_PSS_2048_8192_SHA512_LEGACY_KEY]),
-        (SignatureScheme::RSA_PSS_SHA384, &[algs::RSA_PSS_2048_8192_SHA384_LEGACY_KEY]),
-        (SignatureScheme::RSA_PSS_SHA256, &[algs::RSA_PSS_2048_8192_SHA256_LEGACY_KEY]),
-        (SignatureScheme::RSA_PKCS1_SHA512, &[algs::RSA_PKCS1_2048_8192_SHA512]),
-        (SignatureScheme::RSA_PKCS1_SHA384, &[algs::RSA_PKCS1_2048_8192_SHA384]),
-        (SignatureScheme::RSA_PKCS1_SHA256, &[algs::RSA_PKCS1_2048_8192_SHA256]),
-    ],
-};
-
-#[derive(Debug)]
-struct SystemRandom;
-
-impl rustls::crypto::SecureRandom for SystemRandom {
-    fn fill(&self, buf: &mut [u8]) -> Result<(), rustls::crypto::GetRandomFailed> {
-        use ring::rand::SecureRandom;
-        ring::rand::SystemRandom::new().fill(buf).map_err(|_| rustls::crypto::GetRandomFailed)
-    }
-}
-
-/// The gate never loads a private key.
-#[derive(Debug)]
-struct NoPrivateKeys;
-
-impl rustls::crypto::KeyProvider for NoPrivateKeys {
-    fn load_private_key(
-        &self,
-        _key: rustls::pki_types::PrivateKeyDer<'static>,
-    ) -> Result<Arc<dyn rustls::sign::SigningKey>, rustls::Error> {
-        Err(rustls::Error::General("wait-for-idp loads no private keys".into()))
-    }
-}
-
 /// webpki's verification, plus one case it refuses: a server certificate that is byte-identical
 /// to a trusted certificate beyond Mozilla's (a CA file's, `SSL_CERT_*`'s) but marked `CA:TRUE`
 /// (what `openssl req -x509` makes), which webpki calls `CaUsedAsEndEntity`. webpki checks the
@@ -146,7 +75,8 @@ impl rustls::crypto::KeyProvider for NoPrivateKeys {
 #[derive(Debug)]
 struct GateVerifier {
     webpki: Arc<WebPkiServerVerifier>,
-    pinned: Vec<CertificateDer<'static>>,
+    /// The digests of the trusted certificates beyond Mozilla's.
+    pinned: HashSet<[u8; 32]>,
 }
 
 impl ServerCertVerifier for GateVerifier {
@@ -159,7 +89,7 @@ impl ServerCertVerifier for GateVerifier {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         match self.webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
-            Err(e) if is_ca_used_as_end_entity(&e) && self.pinned.iter().any(|c| c.as_ref() == end_entity.as_ref()) => {
+            Err(e) if is_ca_used_as_end_entity(&e) && self.pinned.contains(&certificate_digest(end_entity)) => {
                 verify_name(end_entity, server_name).map(|()| ServerCertVerified::assertion())
             }
             other => other,
@@ -172,7 +102,7 @@ impl ServerCertVerifier for GateVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
+        self.webpki.verify_tls12_signature(message, cert, dss).map_err(|e| name_leaf_key(cert, e))
     }
 
     fn verify_tls13_signature(
@@ -181,12 +111,34 @@ impl ServerCertVerifier for GateVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
+        if dss.scheme == SignatureScheme::ECDSA_NISTP521_SHA512 {
+            return Err(name_leaf_key(cert, rustls::Error::General("P-521".into())));
+        }
+        self.webpki.verify_tls13_signature(message, cert, dss).map_err(|e| name_leaf_key(cert, e))
     }
 
+    /// ring's, and P-521's as Go offers it, though ring cannot check it: a server with a P-521
+    /// certificate then sends it (rather than refusing the handshake unexplained), the gate names
+    /// its key, and a server with several certificates picks the one it would show the proxy.
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.webpki.supported_verify_schemes()
+        let mut schemes = self.webpki.supported_verify_schemes();
+        schemes.push(SignatureScheme::ECDSA_NISTP521_SHA512);
+        schemes
     }
+}
+
+/// A handshake signature that fails to verify because of the server certificate's key (P-521,
+/// or RSA under 2048 bits signing with RSA-PSS), said as such.
+fn name_leaf_key(cert: &CertificateDer<'_>, error: rustls::Error) -> rustls::Error {
+    match refusal::key_of(cert) {
+        Some(key @ refusal::Key::EcdsaP521) => other(Refusal::LeafKey(key)),
+        Some(refusal::Key::Rsa(bits)) if bits < 2048 => other(Refusal::LeafKey(refusal::Key::Rsa(bits))),
+        _ => error,
+    }
+}
+
+fn other(refusal: Refusal) -> rustls::Error {
+    rustls::Error::Other(rustls::OtherError(Arc::new(refusal)))
 }
 
 fn is_ca_used_as_end_entity(e: &rustls::Error) -> bool {
@@ -264,6 +216,12 @@ impl<In: Transport> Connector<In> for TlsConnector {
         if let Err(e) = conn.complete_io(&mut sock) {
             // Keep the typed rustls error: it tells an untrusted CA from a wrong name.
             return Err(match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+                // A refusal before the server's hello: nothing the gate offers suits it.
+                Some(rustls::Error::AlertReceived(AlertDescription::HandshakeFailure))
+                    if conn.protocol_version().is_none() =>
+                {
+                    ureq::Error::Rustls(other(Refusal::NothingInCommon))
+                }
                 Some(tls) => ureq::Error::Rustls(tls.clone()),
                 None => ureq::Error::from(e),
             });
@@ -321,10 +279,13 @@ pub(crate) fn explain(host: &str, error: &rustls::Error) -> String {
         rustls::Error::InvalidCertificate(cert) => explain_certificate(host, cert, error),
         rustls::Error::AlertReceived(AlertDescription::CertificateRequired) => client_certificate_required(host),
         rustls::Error::AlertReceived(AlertDescription::HandshakeFailure) => format!(
-            "{host} broke off the TLS handshake (handshake_failure): no TLS version, cipher or signature algorithm in \
-             common. A server certificate with a P-521 or Ed448 key causes this: this build's crypto library (ring) \
-             verifies only RSA, ECDSA P-256/P-384 and Ed25519; reissue the certificate with one of those"
+            "{host} broke off the TLS handshake (handshake_failure) after its hello; the gate offers {}",
+            algorithms::OFFERED
         ),
+        rustls::Error::Other(other) => match other.0.downcast_ref::<Refusal>() {
+            Some(refusal) => refusal.explain(host),
+            None => format!("TLS handshake with {host} failed: {error}"),
+        },
         rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => format!(
             "TLS handshake with {host} failed ({error}); is this port speaking plain HTTP? Then use an http:// URL"
         ),
@@ -361,6 +322,11 @@ fn explain_certificate(host: &str, cert: &CertificateError, error: &rustls::Erro
         CertificateError::NotValidForName => {
             format!("certificate is not valid for {host}; use the name it was issued for, or reissue it")
         }
+        CertificateError::BadSignature => format!(
+            "certificate of {host} is named as signed by a trusted CA, but that CA's key does not verify its \
+             signature: the CA file holds another CA of the same name (an old or re-created one?); give the CA \
+             that issued it"
+        ),
         CertificateError::UnknownIssuer => format!(
             "certificate for {host} is signed by an unknown CA (or is self-signed); trust that CA with --ca-file. \
              An ingress may still be showing its default certificate while the real one is issued"
@@ -426,5 +392,37 @@ mod tests {
         let p521 = [0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x23];
         assert!(unsupported_algorithm("h", &p521).contains("an ECDSA P-521 key"));
         assert!(unsupported_algorithm("h", &[1, 2]).contains("signed with an algorithm, which"));
+    }
+
+    /// Made with `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-521` and `-newkey rsa:1024`.
+    const P521: &str = "-----BEGIN CERTIFICATE-----\nMIIB/TCCAV6gAwIBAgIUDm3MK2R+p4osBpeItb0+xlRrURMwCgYIKoZIzj0EAwIw\nDzENMAsGA1UEAwwEcDUyMTAgFw0yNjEyMDExNjE4NTJaGA8yMTI2MTEwNzE2MTg1\nMlowDzENMAsGA1UEAwwEcDUyMTCBmzAQBgcqhkjOPQIBBgUrgQQAIwOBhgAEAAJJ\nNme8ODkY5HEvat2jDTT99w6jUtqZjJZvZLwl2BYpgW6PZuRuSoMZsmaVaZp7Y32t\no5FZqUHAp+tKI6Jc6iWNAP5xDF9i3OkXynAZEUhSFboqqvKcrOiLKrKT5Hyk7VCc\nqWwCQvWN2iXRZTKs3dU4j22iFgugkPAW1GzxdKR6pvgyo1MwUTAdBgNVHQ4EFgQU\nx9wg/IN3W5C5m4KYR8lQru29e0kwHwYDVR0jBBgwFoAUx9wg/IN3W5C5m4KYR8lQ\nru29e0kwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgOBjAAwgYgCQgGnl/p/\nsbvQ9XEDCfdik21o5DZtzi2ukG3oWv3QZS7YAgI73gdHr7P0YbHJM1Ya5lgw5YCG\nVvA8BBPM3HZcnrBVDwJCAY3TDmj+Rz9M9HFtlRWP481cGvZYmmbwXaImRjyWc3kg\nFD9Fkg8RUgEKGF9xnXOAJEnIDGoCceACliQqZwE2Ix7B\n-----END CERTIFICATE-----\n";
+    const RSA_1024: &str = "-----BEGIN CERTIFICATE-----\nMIICAjCCAWugAwIBAgIUTgQTk0aWVKYqXtoFGmNVFOLLr3IwDQYJKoZIhvcNAQEL\nBQAwEjEQMA4GA1UEAwwHcnNhMTAyNDAgFw0yNjEyMDExNjE4NTJaGA8yMTI2MTEw\nNzE2MTg1MlowEjEQMA4GA1UEAwwHcnNhMTAyNDCBnzANBgkqhkiG9w0BAQEFAAOB\njQAwgYkCgYEA0wA2p1lK6tfJC2xupcd4AsadC4PIpHBTvYSd012JQZIOkiWdw1ZA\n2Psi+rLXhQ0uUzby4FvOtVMAQDOSBV6eGxxJLsHtKTPq0WXZstTLdlf1NU/tlAKE\n6x8eCpqAGlie+Z27kN7zkJ8RHMvLOpXlgIOTF3LF5czcPhUAMzcDEIMCAwEAAaNT\nMFEwHQYDVR0OBBYEFNOFEZk0o+8l9sGYsQ/a4qrd7YQQMB8GA1UdIwQYMBaAFNOF\nEZk0o+8l9sGYsQ/a4qrd7YQQMA8GA1UdEwEB/wQFMAMBAf8wDQYJKoZIhvcNAQEL\nBQADgYEABdUvx+VTrKTIEuvFYC4ej0fUxM5kK2k68wUjVzlhDSu1AoS4Yyf+5w8k\nD4oP9ceXcY3NWvVTOTtqms86bMNt/cyWzP4u5e8+dLAW/dnP5x1zTeJY1ZwIhPqS\n9mc8JKunsvmnRYJpY/Wvms1KLWAOKTkQnUMY1BNMwFHUtOyJwls=\n-----END CERTIFICATE-----\n";
+
+    fn der(pem: &str) -> CertificateDer<'static> {
+        use rustls::pki_types::pem::PemObject;
+        CertificateDer::from_pem_slice(pem.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn leaf_keys_are_read_from_the_certificate() {
+        assert_eq!(refusal::key_of(&der(P521)), Some(refusal::Key::EcdsaP521));
+        assert_eq!(refusal::key_of(&der(RSA_1024)), Some(refusal::Key::Rsa(1024)));
+        let e = name_leaf_key(&der(RSA_1024), rustls::Error::General("x".into()));
+        assert!(explain("h", &e).starts_with("server certificate of h has an RSA key of 1024 bits"), "{e}");
+        let e = name_leaf_key(&der(P521), rustls::Error::General("x".into()));
+        assert!(explain("h", &e).starts_with("server certificate of h has an ECDSA P-521 key, which"), "{e}");
+    }
+
+    /// Go's default suites that rustls implements, TLS 1.2's with ChaCha20 too; its groups less
+    /// the post-quantum ones and P-521.
+    #[test]
+    fn the_gate_offers_what_go_offers_where_ring_can() {
+        let provider = verify_only_provider();
+        let suites: Vec<String> = provider.cipher_suites.iter().map(|s| format!("{:?}", s.suite())).collect();
+        assert!(suites.contains(&"TLS13_CHACHA20_POLY1305_SHA256".to_string()), "{suites:?}");
+        assert!(suites.contains(&"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256".to_string()), "{suites:?}");
+        assert_eq!(suites.len(), 9);
+        let groups: Vec<String> = provider.kx_groups.iter().map(|g| format!("{:?}", g.name())).collect();
+        assert_eq!(groups, ["X25519", "secp256r1", "secp384r1"]);
     }
 }

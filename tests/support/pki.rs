@@ -142,3 +142,19 @@ pub fn self_signed(names: &[&str]) -> Chain {
     let cert = params.self_signed(&key).unwrap();
     (vec![cert.der().clone()], PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())))
 }
+
+/// A TLS server with this chain that speaks only these cipher suites (its key exchange groups
+/// and versions as rustls's ring provider has them, TLS 1.2 alone if `tls12_only`).
+pub fn tls_mode_with_suites(chain: Chain, suites: &[rustls::SupportedCipherSuite], tls12_only: bool) -> Mode {
+    let provider =
+        rustls::crypto::CryptoProvider { cipher_suites: suites.to_vec(), ..rustls::crypto::ring::default_provider() };
+    let versions: &[&rustls::SupportedProtocolVersion] =
+        if tls12_only { &[&rustls::version::TLS12] } else { rustls::DEFAULT_VERSIONS };
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(versions)
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain.0, chain.1)
+        .unwrap();
+    Mode::Tls(Arc::new(config))
+}
