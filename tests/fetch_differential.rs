@@ -578,23 +578,25 @@ fn oracle_verdict(env: &[(String, String)]) -> (bool, String) {
     }
 }
 
-/// The gate's verdict with the same environment and `--once`.
+/// The gate's verdict with the same environment and `--once`: its exit code decides; the reason is
+/// its JSON report's, or (when the report is missing: on a loaded machine the gate gives each
+/// output sink 40 ms, `report::delivery`, and may exit without stdout) its last log line.
 fn gate_verdict(env: &[(String, String)]) -> (bool, String) {
     let mut cmd = gate();
     cmd.envs(env.iter().map(|(k, v)| (k, v))).args(["--once", "--output", "json"]);
     let r = run_with_limit(cmd, Duration::from_secs(60));
-    match r.code {
-        Some(0) => (true, "ready".into()),
-        Some(1) if serde_json::from_str::<Value>(r.stdout.trim()).is_err() => {
-            panic!("the gate exited 1 without its JSON report for {env:?}:\n{}", r.stderr)
-        }
-        Some(1) => {
-            let failure = &r.json()["issuers"][0]["last_failure"];
+    let report: Option<Value> = serde_json::from_str(r.stdout.trim()).ok();
+    let last_line = || short(r.stderr.lines().last().unwrap_or("").split("  ").last().unwrap_or(""));
+    match (r.code, report) {
+        (Some(0), _) => (true, "ready".into()),
+        (Some(1), Some(report)) => {
+            let failure = &report["issuers"][0]["last_failure"];
             let class = failure["class"].as_str().unwrap_or("?");
             (false, format!("({class}) {}", short(failure["message"].as_str().unwrap_or("?"))))
         }
-        Some(2) => (false, format!("refused: {}", short(r.stderr.lines().next().unwrap_or("")))),
-        code => panic!("the gate exited {code:?} for {env:?}:\n{}", r.stderr),
+        (Some(1), None) => (false, format!("(no JSON report) {}", last_line())),
+        (Some(2), _) => (false, format!("refused: {}", short(r.stderr.lines().next().unwrap_or("")))),
+        (code, _) => panic!("the gate exited {code:?} for {env:?}:\n{}", r.stderr),
     }
 }
 
