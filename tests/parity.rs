@@ -406,8 +406,9 @@ fn oauth2_proxy_and_the_gate_agree() {
 /// A response made from the issuer: status, Content-Type, body.
 type Body = fn(&str) -> (u16, &'static str, String);
 
-/// go-oidc's `oidc.NewProvider` (the call oauth2-proxy makes) against documents that probe the
-/// document rules, served by a stand-in provider.
+/// go-oidc's `oidc.NewProvider` (the discovery call of most Go clients; oauth2-proxy has its own,
+/// measured by `fetch_differential.rs`) against documents that probe the document rules, served by
+/// a stand-in provider.
 #[test]
 #[ignore = "runs go-oidc's NewProvider (built by .ci/real-peers); the test command runs it"]
 fn go_oidc_and_the_gate_agree_on_documents() {

@@ -17,6 +17,7 @@ mod differential;
 mod discovery_chains;
 mod documents;
 mod exec;
+mod fetch_differential;
 mod fuzz_seeds;
 mod headers;
 mod image;

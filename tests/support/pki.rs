@@ -79,6 +79,14 @@ impl TestCa {
         (cert_path, key_path)
     }
 
+    /// The CA's private key as a PKCS#8 PEM file, for a peer that makes its own leaves
+    /// (tests/real/clients/state-server).
+    pub fn key_pem_file(&self) -> PathBuf {
+        let path = self.path("ca.key");
+        std::fs::write(&path, self.issuer.key().serialize_pem()).unwrap();
+        path
+    }
+
     /// A file path inside the test's directory.
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)

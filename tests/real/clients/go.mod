@@ -1,6 +1,7 @@
 // Two real clients as small programs: a JWKS consumer built the way the dashboard token proxy is
 // (lestrrat-go/jwx jwk.Cache, Register with the default WaitReady, panic on the first failure), and
-// go-oidc's oidc.NewProvider, the discovery call oauth2-proxy makes, as a library oracle.
+// go-oidc's oidc.NewProvider, the discovery call of most Go clients, as a library oracle; and
+// state-server, the fetch differential's provider states and proxies (standard library only).
 module waitforidp.test/clients
 
 go 1.26

@@ -1,6 +1,7 @@
-// oidc-discover makes the one call oauth2-proxy makes at start-up, go-oidc's oidc.NewProvider,
-// against ISSUER (trusting CA_FILE when set, else the system's roots), and prints "ok" or the error
-// it returned; exit 0 or 1. The parity tests use it as a library oracle for the document rules.
+// oidc-discover makes go-oidc's oidc.NewProvider call (most Go clients' discovery; oauth2-proxy has
+// its own, see tests/real/oauth2-proxy/fetch-discovery) against ISSUER (trusting CA_FILE when set,
+// else the system's roots), and prints "ok" or the error it returned; exit 0 or 1.
+// The parity tests use it as a library oracle for the document rules.
 package main
 
 import (
