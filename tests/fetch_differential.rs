@@ -16,8 +16,7 @@
 //!
 //! Each state: the oracle's verdict and `wait-for-idp --once`'s, with the same environment. They
 //! agree, or the state's server is a named difference (the gate is stricter on purpose, listed in
-//! docs/parity.md), which must then still differ; or the state exercises something the fetch work
-//! is changing (`PENDING`), tolerated until that work is merged.
+//! docs/parity.md), which must then still differ.
 
 use crate::support::*;
 use serde_json::{Value, json};
@@ -40,43 +39,10 @@ const NAME: &str = "idp.corp.test";
 const PROXY_USER: &str = "fetch-user";
 const PROXY_SECRET: &str = "fetch-s3cret";
 
-/// The classes of disagreement the fetch work (issue 24 §1-3, in other branches) is expected to
-/// remove. A state that disagrees and belongs to one of these is tolerated; once a branch is
-/// merged, its class is deleted here and its states must agree.
-const PENDING: &[&str] = &[
-    P_PROXY_VARS,
-    P_LOOPBACK,
-    P_NO_PROXY,
-    P_PROXY_KINDS,
-    P_GZIP,
-    P_REDIRECTS,
-    P_HOST443,
-    P_HEADERS,
-    P_BODY,
-    P_JSON,
-    P_CHACHA,
-    P_NUMBERS,
-];
-const P_PROXY_VARS: &str =
-    "proxy variables as Go reads them (HTTPS_PROXY before https_proxy, HTTP_PROXY for http, no ALL_PROXY)";
-const P_LOOPBACK: &str = "loopback never proxied";
-const P_NO_PROXY: &str = "NO_PROXY forms as Go's httpproxy (*.d, host:port)";
-const P_PROXY_KINDS: &str = "https and SOCKS5/SOCKS5h proxies, with credentials";
-const P_GZIP: &str = "gzip asked for and decoded";
-const P_REDIRECTS: &str = "redirects as Go (10 at most; cross-origin)";
-const P_HOST443: &str = "Host with an explicit default port";
-const P_HEADERS: &str = "response headers up to 1 MiB";
-const P_BODY: &str = "bodies up to 16 MiB";
-const P_JSON: &str =
-    "JSON text as encoding/json (invalid UTF-8 and lone surrogates outside checked members, nesting to 10,000)";
-const P_CHACHA: &str = "ChaCha20 suites";
-/// Found by this test, claimed by no branch yet: serde_json refuses `1e400` anywhere, Go skips
-/// members it does not decode.
-const P_NUMBERS: &str = "a number beyond f64 in a member the gate does not check (1e400)";
-
 // The deliberate differences: Go starts, the gate refuses (docs/parity.md lists each).
 const D_HTTPS_TO_HTTP: &str = "a plain-HTTP hop in an https chain is never ready; Go follows it";
 const D_HEADERS: &str = "the gate reads at most 1 MiB of response headers (Go: 10 MiB)";
+const D_FIELDS: &str = "the gate reads at most 128 response header fields (ureq's fixed bound; Go: no count)";
 const D_BODY: &str = "the gate reads at most 16 MiB of body (oauth2-proxy: any size, io.ReadAll)";
 const D_CBC: &str = "CBC-only server: rustls has no CBC suites";
 const D_P521_GROUP: &str = "P-521-only key exchange: ring has no P-521";
@@ -92,21 +58,16 @@ struct Server {
     spec: Value,
     plain: bool,
     named: Option<&'static str>,
-    pending: Option<&'static str>,
 }
 
 fn server(label: impl Into<String>, spec: Value) -> Server {
     let plain = spec["plain"].as_bool().unwrap_or(false);
-    Server { label: label.into(), spec, plain, named: None, pending: None }
+    Server { label: label.into(), spec, plain, named: None }
 }
 
 impl Server {
     fn named(mut self, why: &'static str) -> Server {
         self.named = Some(why);
-        self
-    }
-    fn pending(mut self, class: &'static str) -> Server {
-        self.pending = Some(class);
         self
     }
 }
@@ -118,8 +79,8 @@ fn servers() -> Vec<Server> {
         all.push(server(format!("framing {framing}"), json!({ "framing": framing })));
     }
     all.push(server("gzip when asked", json!({ "encoding": "gzip-if-asked" })));
-    all.push(server("gzip unasked", json!({ "encoding": "gzip" })).pending(P_GZIP));
-    all.push(server("gzip unasked, chunked", json!({ "encoding": "gzip", "framing": "chunked" })).pending(P_GZIP));
+    all.push(server("gzip unasked", json!({ "encoding": "gzip" })));
+    all.push(server("gzip unasked, chunked", json!({ "encoding": "gzip", "framing": "chunked" })));
     all.push(server("deflate unasked", json!({ "encoding": "deflate" })));
     let statuses = [301, 302, 307, 308];
     // Go follows 9 and refuses the 10th ("stopped after 10 redirects"); the gate stops after 5.
@@ -127,16 +88,13 @@ fn servers() -> Vec<Server> {
         let status = statuses[i % 4];
         let s =
             server(format!("{count} redirects ({status})"), json!({ "redirects": count, "redirect_status": status }));
-        all.push(if (6..=9).contains(&count) { s.pending(P_REDIRECTS) } else { s });
+        all.push(s);
     }
     for (count, status) in [(1, 302), (3, 307), (10, 308), (11, 301)] {
-        all.push(
-            server(
-                format!("{count} redirects ({status}), alternating origins"),
-                json!({ "redirects": count, "redirect_status": status, "redirect_target": "other-origin" }),
-            )
-            .pending(P_REDIRECTS),
-        );
+        all.push(server(
+            format!("{count} redirects ({status}), alternating origins"),
+            json!({ "redirects": count, "redirect_status": status, "redirect_target": "other-origin" }),
+        ));
     }
     for (count, status) in [(1, 301), (3, 308)] {
         all.push(
@@ -147,20 +105,18 @@ fn servers() -> Vec<Server> {
             .named(D_HTTPS_TO_HTTP),
         );
     }
-    for (kib, what) in [(16, None), (100, Some(P_HEADERS)), (1000, Some(P_HEADERS))] {
-        let s = server(format!("{kib} KiB of headers"), json!({ "header_bytes": kib * 1024 }));
-        all.push(match what {
-            Some(p) => s.pending(p),
-            None => s,
-        });
+    for kib in [16, 100, 1000] {
+        all.push(server(format!("{kib} KiB of headers"), json!({ "header_bytes": kib * 1024 })));
     }
     all.push(server("1.1 MiB of headers", json!({ "header_bytes": 1126 * 1024 })).named(D_HEADERS));
     all.push(server("10.5 MiB of headers", json!({ "header_bytes": 10752 * 1024 })));
-    all.push(server("1 MiB body", json!({ "body_bytes": 1 << 20 })).pending(P_BODY));
-    all.push(server("15.9 MiB body", json!({ "body_bytes": (16 << 20) - (100 << 10) })).pending(P_BODY));
+    all.push(server("100 header fields", json!({ "header_fields": 100 })));
+    all.push(server("200 header fields", json!({ "header_fields": 200 })).named(D_FIELDS));
+    all.push(server("1 MiB body", json!({ "body_bytes": 1 << 20 })));
+    all.push(server("15.9 MiB body", json!({ "body_bytes": (16 << 20) - (100 << 10) })));
     all.push(server("16.1 MiB body", json!({ "body_bytes": (16 << 20) + (100 << 10) })).named(D_BODY));
     for variant in ["latin1-extension", "lone-surrogate-extension", "depth-200", "depth-9999", "depth-10000"] {
-        all.push(server(format!("JSON {variant}"), json!({ "json": variant })).pending(P_JSON));
+        all.push(server(format!("JSON {variant}"), json!({ "json": variant })));
     }
     for variant in [
         "latin1-issuer",
@@ -173,7 +129,7 @@ fn servers() -> Vec<Server> {
     ] {
         all.push(server(format!("JSON {variant}"), json!({ "json": variant })));
     }
-    all.push(server("JSON big-number", json!({ "json": "big-number" })).pending(P_NUMBERS));
+    all.push(server("JSON big-number", json!({ "json": "big-number" })));
     all.push(server("JSON duplicate-issuer", json!({ "json": "duplicate-issuer" })).named(D_DUPLICATE));
     all.push(server("TLS 1.2 only", json!({ "tls_min": "1.2", "tls_max": "1.2" })));
     all.push(server("TLS 1.3 only", json!({ "tls_min": "1.3" })));
@@ -182,7 +138,6 @@ fn servers() -> Vec<Server> {
     for suites in ["aes-gcm", "chacha20", "cbc", "cbc-sha256"] {
         let s = server(format!("TLS 1.2, {suites} suites only"), json!({ "tls_max": "1.2", "suites": suites }));
         all.push(match suites {
-            "chacha20" => s.pending(P_CHACHA),
             "cbc" => s.named(D_CBC),
             _ => s,
         });
@@ -527,37 +482,6 @@ impl State {
         };
         format!("{} · {host} · {proxy} · NO_PROXY {:?} · trust {:?}", s.label, self.no_proxy, self.trust)
     }
-
-    /// The pending classes this state's environment touches (its server's own is separate).
-    fn env_pending(&self, s: &Server) -> Vec<&'static str> {
-        let mut out = Vec::new();
-        let proxied = self.proxy_var != ProxyVar::Unset;
-        if matches!(self.proxy_var, ProxyVar::All | ProxyVar::CaseConflict)
-            || s.plain && self.proxy_var == ProxyVar::HttpUpper
-        {
-            out.push(P_PROXY_VARS);
-        }
-        if proxied && matches!(self.host, Host::Localhost | Host::Loopback) {
-            out.push(P_LOOPBACK);
-        }
-        if proxied && matches!(self.no_proxy, NoProxy::StarDomain | NoProxy::HostPort) {
-            out.push(P_NO_PROXY);
-        }
-        if proxied
-            && matches!(
-                self.proxy_kind,
-                ProxyKind::HttpsAuth | ProxyKind::Socks5 | ProxyKind::Socks5Auth | ProxyKind::Socks5h
-            )
-        {
-            out.push(P_PROXY_KINDS);
-        }
-        if self.host == Host::NameDefaultPort {
-            out.push(P_HOST443);
-        }
-        out.extend(s.pending);
-        out.retain(|c| PENDING.contains(c));
-        out
-    }
 }
 
 /// The oracle's verdict: oauth2-proxy's discovery with this environment.
@@ -620,7 +544,6 @@ fn short(line: &str) -> String {
 enum Mark {
     Agree,
     Named(&'static str),
-    Pending(Vec<&'static str>),
     /// Differs, and nothing says it may.
     Disagree,
     /// A named difference that no longer differs.
@@ -634,13 +557,10 @@ struct Row {
     mark: Mark,
 }
 
-fn mark(s: &Server, state: &State, go_ok: bool, gate_ready: bool) -> Mark {
-    let pending = state.env_pending(s);
+fn mark(s: &Server, go_ok: bool, gate_ready: bool) -> Mark {
     match (go_ok, gate_ready, s.named) {
-        (true, true, Some(why)) if pending.is_empty() => Mark::AgreesButNamed(why),
+        (true, true, Some(why)) => Mark::AgreesButNamed(why),
         (a, b, _) if a == b => Mark::Agree,
-        // A pending route may be what fails today, even on a named server.
-        _ if !pending.is_empty() => Mark::Pending(pending),
         (true, false, Some(why)) => Mark::Named(why),
         _ => Mark::Disagree,
     }
@@ -682,8 +602,7 @@ fn the_gate_fetches_as_oauth2_proxy_does() {
                         (oracle_verdict(&env), gate.join().unwrap())
                     });
                     drop(running);
-                    let row =
-                        Row { state: state.describe(s), mark: mark(s, state, go.0, gate.0), go: go.1, gate: gate.1 };
+                    let row = Row { state: state.describe(s), mark: mark(s, go.0, gate.0), go: go.1, gate: gate.1 };
                     rows.lock().unwrap().push((i, row));
                 }
             });
@@ -701,9 +620,8 @@ fn report(seed: u64, rows: &[Row]) {
     let count = |f: fn(&Mark) -> bool| rows.iter().filter(|r| f(&r.mark)).count();
     let agree = count(|m| matches!(m, Mark::Agree));
     let named = count(|m| matches!(m, Mark::Named(_)));
-    let pending = count(|m| matches!(m, Mark::Pending(_)));
     let summary = format!(
-        "{agree} of {} states agree (oauth2-proxy v7.15.6's discovery vs `wait-for-idp --once`); {named} differ as listed; {pending} await the fetch work (seed {seed:#x})",
+        "{agree} of {} states agree (oauth2-proxy v7.15.6's discovery vs `wait-for-idp --once`); {named} differ as listed (seed {seed:#x})",
         rows.len()
     );
     let mut md =
@@ -712,23 +630,10 @@ fn report(seed: u64, rows: &[Row]) {
         let mark = match &r.mark {
             Mark::Agree => "agree".to_string(),
             Mark::Named(why) => format!("**differs**: {why}"),
-            Mark::Pending(classes) => format!("pending: {}", classes.join("; ")),
             Mark::Disagree => "**DISAGREE**".to_string(),
             Mark::AgreesButNamed(why) => format!("**AGREES, expected to differ**: {why}"),
         };
         md.push_str(&format!("| {} | {} | {} | {mark} |\n", r.state, r.go, r.gate));
-    }
-    let mut classes: Vec<(&str, usize)> = PENDING.iter().map(|c| (*c, 0)).collect();
-    for r in rows {
-        if let Mark::Pending(cs) = &r.mark {
-            for c in cs {
-                classes.iter_mut().find(|(n, _)| n == c).unwrap().1 += 1;
-            }
-        }
-    }
-    md.push_str("\nDisagreements per pending class (a state may touch several):\n\n");
-    for (c, n) in &classes {
-        md.push_str(&format!("- {c}: {n}\n"));
     }
     std::fs::write(Path::new(env!("CARGO_TARGET_TMPDIR")).join("parity-fetch.md"), &md).unwrap();
     println!("{md}");
@@ -738,12 +643,6 @@ fn report(seed: u64, rows: &[Row]) {
         .map(|r| r.state.as_str())
         .collect();
     assert!(bad.is_empty(), "states that do not hold: {bad:#?}\n\n{summary}");
-    // A class the fetch work has fixed must leave PENDING, or it would hide a regression.
-    let fixed: Vec<&str> = classes.iter().filter(|(_, n)| *n == 0).map(|(c, _)| *c).collect();
-    assert!(
-        fixed.is_empty(),
-        "no state differs for these PENDING classes any more: remove them from PENDING: {fixed:?}"
-    );
     if seed != SEED || std::env::var_os("FETCH_DIFFERENTIAL_GATE").is_some() {
         println!("another seed or FETCH_DIFFERENTIAL_GATE: the documented counts are not compared");
         return;

@@ -63,7 +63,8 @@ type Spec struct {
 	Redirects      int    `json:"redirects"`
 	RedirectStatus int    `json:"redirect_status"`
 	RedirectTarget string `json:"redirect_target"` // same, other-origin, http
-	HeaderBytes    int    `json:"header_bytes"`    // padding header lines, about this many bytes
+	HeaderBytes    int    `json:"header_bytes"`    // padding header lines of 16 KiB, about this many bytes
+	HeaderFields   int    `json:"header_fields"`   // this many small padding header lines besides
 	BodyBytes      int    `json:"body_bytes"`      // the document padded to this many bytes
 	JSON           string `json:"json"`            // the document's text variant (see document)
 	Proxy          *Proxy `json:"proxy"`
@@ -352,8 +353,11 @@ func (s *server) respond(path, host, acceptEncoding, scheme string) (int, [][2]s
 		}
 	}
 	headers := [][2]string{{"Content-Type", "application/json"}}
-	for i := 0; i*4096 < s.spec.HeaderBytes; i++ {
-		headers = append(headers, [2]string{fmt.Sprintf("X-Pad-%d", i), strings.Repeat("p", 4080)})
+	for i := 0; i*16384 < s.spec.HeaderBytes; i++ {
+		headers = append(headers, [2]string{fmt.Sprintf("X-Pad-%d", i), strings.Repeat("p", 16368)})
+	}
+	for i := 0; i < s.spec.HeaderFields; i++ {
+		headers = append(headers, [2]string{fmt.Sprintf("X-Field-%d", i), "f"})
 	}
 	body := document(issuer, s.spec.JSON, s.spec.BodyBytes)
 	switch enc := s.spec.Encoding; {
