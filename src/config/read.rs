@@ -74,7 +74,7 @@ fn read_then(given: &Given) -> Result<Option<ThenCommand>, ConfigError> {
 /// `WAIT_FOR_IDP_*` names no setting reads: an error under `--dry-run` (which exists to catch
 /// such mistakes), a warning otherwise (a typo must not keep a workload from starting).
 fn unknown_variables(names: &[String], dry_run: bool) -> Result<Vec<Notice>, ConfigError> {
-    let unknown = settings::unknown_variables(names.iter().cloned());
+    let unknown = settings::unknown_variables(names);
     let mut notices = Vec::new();
     for (name, suggestion) in unknown {
         let problem = ConfigError::UnknownVariable { name, suggestion };
@@ -264,10 +264,9 @@ fn read_issuers(
     }
     let issuers = read_urls(issuers, notices)?;
     if issuers.is_empty() && required {
-        let set: Vec<String> = names.iter().filter(|n| inputs.variable_is_set(n)).cloned().collect();
         return Err(ConfigError::MissingIssuer {
             empty_env: inputs.set_but_empty(Id::Issuer),
-            near_misses: settings::near_misses(&set, Id::Issuer.setting()),
+            near_misses: settings::near_misses(names, &|n| inputs.variable_is_set(n), Id::Issuer.setting()),
         });
     }
     if let Some(Source::Env(name)) = issuers.first().map(|raw| raw.source)
