@@ -15,8 +15,6 @@ const INSECURE: &[&str] = &["insecure", "skip-tls", "skip-verify", "no-verify", 
 
 /// The prefixes every variable a setting reads starts with: ours, and oauth2-proxy's.
 const PREFIXES: [&str; 2] = [PREFIX, PROXY_PREFIX];
-// [`plausibly_ours`] keeps its costs on the stack, one per prefix character and one more.
-const _: () = assert!(PREFIX.len() < 16 && PROXY_PREFIX.len() < 16);
 
 /// `WAIT_FOR_IDP_*` variables that no setting reads, and near misses of ours with a mangled
 /// prefix, each with the likely intended one. A typo in a Helm value would otherwise be ignored
@@ -150,33 +148,20 @@ fn closest_flag(typed: &str) -> Option<&'static str> {
 
 /// Whether `name` begins within `bound` edits of one of `prefixes`: the least edit distance
 /// between a prefix and any start of `name`, which only the name's first characters (the
-/// prefix's length and `bound` more) can reach. Gives up as soon as every way of lining the two up
-/// costs more than `bound`, which for most names is after their first few characters.
+/// prefix's length and `bound` more) can reach. As [`distance_within`], only cells near the
+/// diagonal, and it gives up once every way of lining the two up costs more than `bound`: for most
+/// names after their first few characters.
 fn plausibly_ours(name: &str, prefixes: &[&str], bound: usize) -> bool {
     prefixes.iter().any(|prefix| {
-        let prefix = prefix.as_bytes();
-        // cost[i]: the edits from the prefix's first i bytes to the name's start read so far
-        // (the prefixes are ASCII, so a byte is a character; a name's other characters match none).
-        let mut cost = [0usize; 16];
-        let cost = &mut cost[..=prefix.len()];
-        for (i, c) in cost.iter_mut().enumerate() {
-            *c = i;
-        }
-        let mut best = prefix.len();
-        for (j, c) in name.chars().take(prefix.len() + bound).enumerate() {
-            let mut diag = cost[0];
-            cost[0] = j + 1;
-            for i in 1..cost.len() {
-                let next = (diag + usize::from(char::from(prefix[i - 1]) != c)).min(cost[i] + 1).min(cost[i - 1] + 1);
-                diag = cost[i];
-                cost[i] = next;
-            }
-            best = best.min(cost[prefix.len()]);
-            if best <= bound || cost.iter().all(|&c| c > bound) {
-                break;
-            }
-        }
-        best <= bound
+        // First a glance, enough for most names: a start within `bound` edits keeps one of the
+        // prefix's first `bound + 1` characters (at most `bound` of them are changed or cut),
+        // moved at most `bound` places (as many as were inserted before it).
+        let head = prefix.as_bytes().get(..=bound).unwrap_or_default();
+        // The prefixes are ASCII: a byte counts as a character until one is not ASCII (then the
+        // full comparison decides).
+        let kept =
+            prefix.len() <= bound || name.bytes().take(2 * bound + 1).any(|c| !c.is_ascii() || head.contains(&c));
+        kept && banded(name.chars(), prefix.as_bytes(), bound, true).is_some()
     })
 }
 
@@ -185,33 +170,60 @@ fn extension(a: &str, b: &str) -> Option<usize> {
     (a.starts_with(b) || b.starts_with(a)).then(|| a.chars().count().abs_diff(b.chars().count()))
 }
 
-/// The edit distance between `a` and `b` if it is at most `bound`, else `None`: only the cells
-/// within `bound` of the diagonal are computed (any other is over the bound), and it gives up as
-/// soon as a whole row is over it.
+/// The edit distance between `a` and `b` if it is at most `bound`, else `None`.
 fn distance_within(a: &str, b: &str, bound: usize) -> Option<usize> {
     let b: Vec<char> = b.chars().collect();
     if a.chars().count().abs_diff(b.len()) > bound {
         return None;
     }
+    banded(a.chars(), &b, bound, false)
+}
+
+/// The edit distance between `a` and `b` (with `start_of_a`, between `b` and the nearest start
+/// of `a`) if at most `bound`. Only the cells within `bound` of the diagonal are computed (any
+/// other is over the bound), and it gives up as soon as a whole row is over it.
+fn banded<T: Copy + Into<char>>(
+    a: impl Iterator<Item = char>,
+    b: &[T],
+    bound: usize,
+    start_of_a: bool,
+) -> Option<usize> {
     let over = bound + 1;
-    // row[j]: the edits from a's first i characters to b's first j, `over` for any more than bound.
-    let mut row: Vec<usize> = (0..=b.len()).map(|j| j.min(over)).collect();
-    for (i, ca) in a.chars().enumerate().map(|(i, c)| (i + 1, c)) {
+    // row[j]: the edits from a's first i characters to b's first j, `over` for any more than
+    // bound; on the stack for any name we know.
+    let (mut stack, mut heap) = ([0usize; 64], Vec::new());
+    let row = if b.len() < stack.len() {
+        &mut stack[..=b.len()]
+    } else {
+        heap.resize(b.len() + 1, 0);
+        &mut heap[..]
+    };
+    for (j, cost) in row.iter_mut().enumerate() {
+        *cost = j.min(over);
+    }
+    let mut nearest_start = row[b.len()];
+    // Past b's length and the bound, no character of a can come within it.
+    for (i, ca) in a.take(b.len() + bound).enumerate().map(|(i, c)| (i + 1, c)) {
         let (lo, hi) = (i.saturating_sub(bound).max(1), (i + bound).min(b.len()));
         let mut diag = row[lo - 1];
         row[lo - 1] = if lo == 1 { i.min(over) } else { over };
         let mut best = row[lo - 1];
         for j in lo..=hi {
-            let next = (diag + usize::from(ca != b[j - 1])).min(row[j] + 1).min(row[j - 1] + 1).min(over);
+            let next = (diag + usize::from(ca != b[j - 1].into())).min(row[j] + 1).min(row[j - 1] + 1).min(over);
             diag = row[j];
             row[j] = next;
             best = best.min(next);
+        }
+        nearest_start = nearest_start.min(row[b.len()]);
+        if start_of_a && nearest_start <= bound {
+            return Some(nearest_start);
         }
         if best > bound {
             return None;
         }
     }
-    Some(row[b.len()]).filter(|d| *d <= bound)
+    let d = if start_of_a { nearest_start } else { row[b.len()] };
+    (d <= bound).then_some(d)
 }
 
 #[cfg(test)]
