@@ -156,11 +156,10 @@ fn plausibly_ours(name: &str, prefixes: &[&str], bound: usize) -> bool {
         // First a glance, enough for most names: a start within `bound` edits keeps one of the
         // prefix's first `bound + 1` characters (at most `bound` of them are changed or cut),
         // moved at most `bound` places (as many as were inserted before it).
-        let head = prefix.as_bytes().get(..=bound).unwrap_or_default();
         // The prefixes are ASCII: a byte counts as a character until one is not ASCII (then the
-        // full comparison decides).
-        let kept =
-            prefix.len() <= bound || name.bytes().take(2 * bound + 1).any(|c| !c.is_ascii() || head.contains(&c));
+        // full comparison decides). The first characters as a set of bits, one per ASCII code.
+        let head = prefix.bytes().take(bound + 1).fold(0u128, |set, h| set | 1 << (h & 127));
+        let kept = prefix.len() <= bound || name.bytes().take(2 * bound + 1).any(|c| c > 127 || head >> c & 1 == 1);
         kept && banded(name.chars(), prefix.as_bytes(), bound, true).is_some()
     })
 }
@@ -439,6 +438,7 @@ mod tests {
         ] {
             assert_eq!(plausibly_ours(name, &PREFIXES, bound), plausible, "{name} within {bound}");
         }
+        assert!(PREFIXES.iter().all(|p| p.is_ascii()), "the glance reads the prefixes byte by byte");
         let read = SETTINGS.iter().flat_map(|s| s.env.into_iter().chain(s.fallback));
         assert!(
             read.clone().all(|n| PREFIXES.iter().any(|p| n.starts_with(p))),
