@@ -24,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 
+import startup
+
 BUSYBOX = shutil.which("busybox") or "/usr/bin/busybox"
 
 
@@ -485,7 +487,7 @@ HERD_503_SECONDS = 6.0
 def herd(args, certs, n, who):
     """n clients started together against nginx answering 503 for 6 s, then the document.
     Returns requests per 100 ms slice of the 503 phase (from the first start), and per client:
-    lag after readiness and peak RSS (KiB)."""
+    lag after readiness, peak RSS (KiB) and CPU seconds (user and system, its children's too)."""
     work = Path(tempfile.mkdtemp())
     server = Nginx(certs, work)
     url = f"{server.issuer}/.well-known/openid-configuration"
@@ -507,7 +509,7 @@ def herd(args, certs, n, who):
     exits, procs = {}, []
     for i in range(n):
         rss_file = work / f"rss-{i}"
-        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *wrapped(i)],
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M %U %S", "-o", str(rss_file), *wrapped(i)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append((p, rss_file))
 
@@ -554,9 +556,11 @@ def herd(args, certs, n, who):
         if k < len(later):
             later[k] += 1
     lags = [exits[i] - ready_mono for i in range(n)]
-    rss = [int(f.read_text().strip().splitlines()[-1]) for _, f in procs]
+    usage = [f.read_text().strip().splitlines()[-1].split() for _, f in procs]
+    rss = [int(u[0]) for u in usage]
+    cpu = [float(u[1]) + float(u[2]) for u in usage]
     shutil.rmtree(work, ignore_errors=True)
-    return {"slices": slices, "later": later, "lags": lags, "rss": rss, "started_in": started_in,
+    return {"slices": slices, "later": later, "lags": lags, "rss": rss, "cpu": cpu, "started_in": started_in,
             "rate": len(phase) / n / (ready_wall - first_start)}
 
 
@@ -576,6 +580,7 @@ def measure_herd(args, certs, rows):
             rates = [r["rate"] for r in runs]
             lags = [x for r in runs for x in r["lags"]]
             rss = median([sum(r["rss"]) for r in runs])
+            cpu = median([statistics.mean(r["cpu"]) for r in runs])
             label = f"herd of {n}: {who} ({args.herd_runs} runs, started within {max(r['started_in'] for r in runs):.2f} s)"
             target, ok = "", None
             if who == "wait-for-idp":
@@ -588,7 +593,8 @@ def measure_herd(args, certs, rows):
                          f"burst from the second attempt on {median(bursts):.2f}× (runs: {', '.join(f'{b:.2f}' for b in bursts)}), "
                          f"every request {median(all_bursts):.2f}×; "
                          f"{statistics.mean(rates):.2f} requests/s per client; lag median {median(lags):.3f} s, "
-                         f"p95 {p95(lags):.3f} s; total peak RSS {rss / 1024:.0f} MiB", target, ok))
+                         f"p95 {p95(lags):.3f} s; total peak RSS {rss / 1024:.0f} MiB; "
+                         f"CPU {cpu:.3f} s per client", target, ok))
             if n == args.herd[0]:
                 plotted[who] = runs[0]["slices"]
     if args.plot and plotted:
@@ -622,6 +628,7 @@ MEASURES = {
     "deadline": measure_deadline,
     "sigterm": measure_sigterm,
     "herd": measure_herd,
+    "startup": startup.measure,
 }
 
 
@@ -642,6 +649,7 @@ def main():
     parser.add_argument("--herd", type=lambda v: [int(x) for x in v.split(",")], default=[100, 300],
                         help="herd sizes, comma-separated (the first is plotted)")
     parser.add_argument("--herd-runs", type=int, default=3)
+    parser.add_argument("--startup-runs", type=int, default=21, help="rounds of the start-up measure")
     parser.add_argument("--plot", help="write the herd plot (PNG) here")
     args = parser.parse_args()
     random.seed(7)
