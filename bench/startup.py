@@ -151,24 +151,28 @@ def measure(args, certs, rows):
     server.stop()
 
     ms = lambda seconds: seconds * 1000
-    own = {label: [ms(d - t) for d, t in zip(wall[label]["dry-run"], wall[label]["true"])] for label, *_ in envs}
+    # Each figure twice: wall time, and CPU time (user and system, from wait4), which a loaded
+    # machine inflates far less than wall time.
+    own = {label: {k: [ms(d - t) for d, t in zip(fig[label]["dry-run"], fig[label]["true"])] for k, fig in
+                   (("wall", wall), ("cpu", cpu))} for label, *_ in envs}
     for label, n, trust, _ in envs:
         base = next(b for b, m, t, _ in envs if m == 0 and t == trust)
-        own_ms = statistics.median(own[label])
-        growth = statistics.median(o - b for o, b in zip(own[label], own[base])) if n else 0.0
-        ratio = statistics.median(o / c for o, c in zip(wall[label]["once"], wall[label]["curl"]))
-        med = lambda c: ms(statistics.median(wall[label][c]))
-        med_cpu = lambda c: ms(statistics.median(cpu[label][c]))
-        result = (f"/bin/true {med('true'):.1f} ms; --dry-run {med('dry-run'):.1f} ms, own {own_ms:.1f} ms"
-                  + (f" (+{growth:.1f} ms on 0 variables)" if n else "")
-                  + f"; --once {med('once'):.1f} ms (CPU {med_cpu('once'):.1f} ms) = {ratio:.2f}× curl's"
-                  f" {med('curl'):.1f} ms (CPU {med_cpu('curl'):.1f} ms); peak RSS --dry-run"
-                  f" {rss[label, 'dry-run'] / 1024:.1f} MiB, --once {rss[label, 'once'] / 1024:.1f} MiB,"
-                  f" curl {rss[label, 'curl'] / 1024:.1f} MiB")
+        med = {k: {c: ms(statistics.median(fig[label][c])) for c in commands} for k, fig in (("wall", wall), ("cpu", cpu))}
+        own_ms = {k: statistics.median(own[label][k]) for k in ("wall", "cpu")}
+        growth = {k: statistics.median(o - b for o, b in zip(own[label][k], own[base][k])) for k in ("wall", "cpu")}
+        ratio = {k: statistics.median(o / c for o, c in zip(fig[label]["once"], fig[label]["curl"]))
+                 for k, fig in (("wall", wall), ("cpu", cpu))}
+        pair = lambda d, fmt="{:.1f}": f"{fmt.format(d['wall'])} / {fmt.format(d['cpu'])}"
+        result = (f"/bin/true {pair({k: med[k]['true'] for k in med})} ms; --dry-run "
+                  f"{pair({k: med[k]['dry-run'] for k in med})} ms, own {pair(own_ms)} ms"
+                  + (f" ({pair(growth, '{:+.1f}')} ms on 0 variables)" if n else "")
+                  + f"; --once {pair({k: med[k]['once'] for k in med})} ms = {pair(ratio, '{:.2f}')}× curl's "
+                  f"{pair({k: med[k]['curl'] for k in med})} ms; peak RSS --dry-run {rss[label, 'dry-run'] / 1024:.1f}"
+                  f" MiB, --once {rss[label, 'once'] / 1024:.1f} MiB, curl {rss[label, 'curl'] / 1024:.1f} MiB")
         target = f"own growth ≤ {GROWTH_MS[n]:.0f} ms" if n else f"own ≤ {OWN_MS:.0f} ms"
-        target += f"; --once ≤ {CURL_RATIO}× curl; RSS ≤ 3 MiB"
-        ok = ((growth <= GROWTH_MS[n] if n else own_ms <= OWN_MS) and ratio <= CURL_RATIO
+        target += f"; --once ≤ {CURL_RATIO}× curl; RSS ≤ 3 MiB (wall time)"
+        ok = ((growth["wall"] <= GROWTH_MS[n] if n else own_ms["wall"] <= OWN_MS) and ratio["wall"] <= CURL_RATIO
               and max(rss[label, "dry-run"], rss[label, "once"]) <= RSS_KIB)
-        rows.append((f"start-up, {label} (median of {runs} rounds)", result, target, ok))
+        rows.append((f"start-up, {label}: wall / CPU time (median of {runs} rounds)", result, target, ok))
     rows.append(("start-up: load average (1 min) while measured, 2 cores",
                  f"{load_before[0]:.1f} before, {load_after[0]:.1f} after", "", None))

@@ -157,9 +157,11 @@ fn plausibly_ours(name: &str, prefixes: &[&str], bound: usize) -> bool {
         // prefix's first `bound + 1` characters (at most `bound` of them are changed or cut),
         // moved at most `bound` places (as many as were inserted before it).
         // The prefixes are ASCII: a byte counts as a character until one is not ASCII (then the
-        // full comparison decides). The first characters as a set of bits, one per ASCII code.
-        let head = prefix.bytes().take(bound + 1).fold(0u128, |set, h| set | 1 << (h & 127));
-        let kept = prefix.len() <= bound || name.bytes().take(2 * bound + 1).any(|c| c > 127 || head >> c & 1 == 1);
+        // full comparison decides). The first characters as a set of bits, by their code modulo
+        // 64: a byte that shares a bit with one of them only costs the full comparison.
+        let head = prefix.bytes().take(bound + 1).fold(0u64, |set, h| set | 1 << (h & 63));
+        let kept =
+            prefix.len() <= bound || name.bytes().take(2 * bound + 1).any(|c| c > 127 || head >> (c & 63) & 1 == 1);
         kept && banded(name.chars(), prefix.as_bytes(), bound, true).is_some()
     })
 }
