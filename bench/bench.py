@@ -503,6 +503,8 @@ def herd(args, certs, n, who):
     # not a program: waiting in `flock`, each client had to fork and exec it after the release,
     # and on 2 cores that made 300 clients take 0.35 s to start, whose timers then fired in a
     # lump as soon as they got the CPU.
+    # A pod's environment: --herd-env service-link variables (startup.py), besides PATH.
+    herd_env = {**startup.service_links(args.herd_env), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     barrier_path = work / "start.fifo"
     os.mkfifo(barrier_path)
     wrapped = lambda i: ["sh", "-c", f'read -r _ < {barrier_path}; exec "$@"', "sh", *argv(i)]
@@ -510,7 +512,7 @@ def herd(args, certs, n, who):
     for i in range(n):
         rss_file = work / f"rss-{i}"
         p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *wrapped(i)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=herd_env)
         procs.append((p, rss_file))
 
         def waiter(p=p, i=i):
@@ -584,7 +586,8 @@ def measure_herd(args, certs, rows):
             lags = [x for r in runs for x in r["lags"]]
             rss = median([sum(r["rss"]) for r in runs])
             cpu = median([statistics.mean(r["cpu"]) for r in runs])
-            label = f"herd of {n}: {who} ({args.herd_runs} runs, started within {max(r['started_in'] for r in runs):.2f} s)"
+            label = f"herd of {n}: {who} ({args.herd_runs} runs, started within {max(r['started_in'] for r in runs):.2f} s"
+            label += f"; {args.herd_env:,} service-link variables)" if args.herd_env else ")"
             target, ok = "", None
             if who == "wait-for-idp":
                 target = "median burst from the second attempt on ≤ 2.0; mean rate ≤ 1.2/s"
@@ -652,6 +655,7 @@ def main():
     parser.add_argument("--herd", type=lambda v: [int(x) for x in v.split(",")], default=[100, 300],
                         help="herd sizes, comma-separated (the first is plotted)")
     parser.add_argument("--herd-runs", type=int, default=3)
+    parser.add_argument("--herd-env", type=int, default=0, help="service-link variables in each herd client's environment")
     parser.add_argument("--startup-runs", type=int, default=21, help="rounds of the start-up measure")
     parser.add_argument("--plot", help="write the herd plot (PNG) here")
     args = parser.parse_args()
