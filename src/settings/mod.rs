@@ -201,8 +201,8 @@ pub fn command() -> Command {
 }
 
 /// The clap command; its long help only for `--help`. Writing and wrapping every setting's to 80
-/// columns was a third of a start-up's instructions (a profile of `--dry-run`), on every start, for
-/// text that only `--help` shows.
+/// columns was three fifths of a `--dry-run`'s instructions (a profile), on every start, for text
+/// that only `--help` shows.
 fn command_for(long_help: bool) -> Command {
     // `-h` is one screen, a line a flag: clap's own layout puts a long `<VALUE>` on a line of its
     // own, so the rows are hidden from it and written by `help::summary` after the usage.
