@@ -24,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 
+import startup
+
 BUSYBOX = shutil.which("busybox") or "/usr/bin/busybox"
 
 
@@ -510,7 +512,7 @@ HERD_503_SECONDS = 6.0
 def herd(args, certs, n, who):
     """n clients started together against nginx answering 503 for 6 s, then the document.
     Returns requests per 100 ms slice of the 503 phase (from the first start), and per client:
-    lag after readiness and peak RSS (KiB)."""
+    lag after readiness, peak RSS (KiB) and CPU seconds (user and system, its children's too)."""
     work = Path(tempfile.mkdtemp())
     server = Nginx(certs, work)
     url = f"{server.issuer}/.well-known/openid-configuration"
@@ -526,21 +528,27 @@ def herd(args, certs, n, who):
     # not a program: waiting in `flock`, each client had to fork and exec it after the release,
     # and on 2 cores that made 300 clients take 0.35 s to start, whose timers then fired in a
     # lump as soon as they got the CPU.
+    # A pod's environment: --herd-env service-link variables (startup.py), besides PATH.
+    herd_env = {**startup.service_links(args.herd_env), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     barrier_path = work / "start.fifo"
     os.mkfifo(barrier_path)
     wrapped = lambda i: ["sh", "-c", f'read -r _ < {barrier_path}; exec "$@"', "sh", *argv(i)]
-    exits, procs = {}, []
+    exits, cpu, procs, waiters = {}, {}, [], []
     for i in range(n):
         rss_file = work / f"rss-{i}"
         p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *wrapped(i)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=herd_env)
         procs.append((p, rss_file))
 
         def waiter(p=p, i=i):
-            p.wait()
+            # wait4, for the CPU time to the microsecond (GNU time prints hundredths): the
+            # client's and that of every child it waited for, GNU time's own start included.
+            _, _, usage = os.wait4(p.pid, 0)
             exits[i] = time.monotonic()
+            cpu[i] = usage.ru_utime + usage.ru_stime
 
-        threading.Thread(target=waiter, daemon=True).start()
+        waiters.append(threading.Thread(target=waiter, daemon=True))
+        waiters[-1].start()
     time.sleep(1.0 + n / 200)  # every client is waiting on the FIFO by now
     first_start = time.time()
     first_mono = time.monotonic()
@@ -550,8 +558,8 @@ def herd(args, certs, n, who):
     time.sleep(max(0.0, HERD_503_SECONDS - (time.monotonic() - first_mono)))
     server.ready()
     ready_mono, ready_wall = time.monotonic(), time.time()
-    for p, _ in procs:
-        p.wait(timeout=120)
+    for t in waiters:
+        t.join(timeout=120)
     time.sleep(0.2)
     requests = server.requests()
     server.stop()
@@ -581,7 +589,8 @@ def herd(args, certs, n, who):
     lags = [exits[i] - ready_mono for i in range(n)]
     rss = [int(f.read_text().strip().splitlines()[-1]) for _, f in procs]
     shutil.rmtree(work, ignore_errors=True)
-    return {"slices": slices, "later": later, "lags": lags, "rss": rss, "started_in": started_in,
+    return {"slices": slices, "later": later, "lags": lags, "rss": rss, "cpu": [cpu[i] for i in range(n)],
+            "started_in": started_in,
             "rate": len(phase) / n / (ready_wall - first_start)}
 
 
@@ -601,7 +610,9 @@ def measure_herd(args, certs, rows):
             rates = [r["rate"] for r in runs]
             lags = [x for r in runs for x in r["lags"]]
             rss = median([sum(r["rss"]) for r in runs])
-            label = f"herd of {n}: {who} ({args.herd_runs} runs, started within {max(r['started_in'] for r in runs):.2f} s)"
+            cpu = median([statistics.mean(r["cpu"]) for r in runs])
+            label = f"herd of {n}: {who} ({args.herd_runs} runs, started within {max(r['started_in'] for r in runs):.2f} s"
+            label += f"; {args.herd_env:,} service-link variables)" if args.herd_env else ")"
             target, ok = "", None
             if who == "wait-for-idp":
                 target = "median burst from the second attempt on ≤ 2.0; mean rate ≤ 1.2/s"
@@ -613,7 +624,8 @@ def measure_herd(args, certs, rows):
                          f"burst from the second attempt on {median(bursts):.2f}× (runs: {', '.join(f'{b:.2f}' for b in bursts)}), "
                          f"every request {median(all_bursts):.2f}×; "
                          f"{statistics.mean(rates):.2f} requests/s per client; lag median {median(lags):.3f} s, "
-                         f"p95 {p95(lags):.3f} s; total peak RSS {rss / 1024:.0f} MiB", target, ok))
+                         f"p95 {p95(lags):.3f} s; total peak RSS {rss / 1024:.0f} MiB; "
+                         f"CPU {cpu * 1000:.1f} ms per client", target, ok))
             if n == args.herd[0]:
                 plotted[who] = runs[0]["slices"]
     if args.plot and plotted:
@@ -648,6 +660,7 @@ MEASURES = {
     "deadline": measure_deadline,
     "sigterm": measure_sigterm,
     "herd": measure_herd,
+    "startup": startup.measure,
 }
 
 
@@ -668,6 +681,8 @@ def main():
     parser.add_argument("--herd", type=lambda v: [int(x) for x in v.split(",")], default=[100, 300],
                         help="herd sizes, comma-separated (the first is plotted)")
     parser.add_argument("--herd-runs", type=int, default=3)
+    parser.add_argument("--herd-env", type=int, default=0, help="service-link variables in each herd client's environment")
+    parser.add_argument("--startup-runs", type=int, default=21, help="rounds of the start-up measure")
     parser.add_argument("--plot", help="write the herd plot (PNG) here")
     args = parser.parse_args()
     random.seed(7)

@@ -331,3 +331,60 @@ fn dry_run_shows_every_setting_with_its_origin_and_the_connect_to_route() {
     }
     assert!(r.stdout.contains(token.to_str().unwrap()) && !r.stdout.contains("s3cr3t"), "{}", r.stdout);
 }
+
+/// A pod gets seven service-link variables for every Service in its namespace: among 5,000 of
+/// them, a misspelt variable of ours is still named with the one meant, as a warning at run time
+/// and an error under `--dry-run`, and a misspelt issuer variable still explains a missing issuer.
+/// What the scan of such an environment costs is the start-up bench's figure (`bash bench/run
+/// --only startup`), not a timed assertion here.
+#[test]
+fn a_near_miss_is_named_among_thousands_of_service_links() {
+    let links: Vec<(String, &str)> = (0..715)
+        .flat_map(|i| {
+            let s = format!("SVC{i:03}_WAIT_FOR_IDP");
+            [
+                (format!("{s}_SERVICE_HOST"), "10.96.0.10"),
+                (format!("{s}_SERVICE_PORT"), "443"),
+                (format!("{s}_PORT"), "tcp://10.96.0.10:443"),
+                (format!("{s}_PORT_443_TCP"), "tcp://10.96.0.10:443"),
+                (format!("{s}_PORT_443_TCP_PROTO"), "tcp"),
+                (format!("{s}_PORT_443_TCP_PORT"), "443"),
+                (format!("{s}_PORT_443_TCP_ADDR"), "10.96.0.10"),
+            ]
+        })
+        .take(5_000)
+        .collect();
+    assert_eq!(links.len(), 5_000);
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/demo");
+    let gate_among_links = |mangled: &str| {
+        let mut cmd = gate_for(&ca, &iss);
+        cmd.envs(links.iter().map(|(k, v)| (k.as_str(), *v))).env(mangled, "20s");
+        cmd
+    };
+    for mangled in ["WAIT_FOR_IPD_TIMEOUT", "WAIT_FOR_IDP_TIMOUT"] {
+        let meant = format!("{mangled} is not a variable wait-for-idp reads; did you mean WAIT_FOR_IDP_TIMEOUT?");
+        let mut cmd = gate_among_links(mangled);
+        cmd.arg("--once");
+        let r = run(cmd);
+        assert_exit(&r, 0);
+        assert_logged(&r, &[&meant]);
+        assert!(!r.log().contains("SVC"), "no service link is taken for a mistake: {}", r.log());
+        let mut cmd = gate_among_links(mangled);
+        cmd.arg("--dry-run");
+        let r = run(cmd);
+        assert_exit(&r, 2);
+        assert_logged(&r, &[&meant]);
+    }
+    for (mangled, meant) in [
+        ("WAIT_FOR_IDP_ISSUER_URL", "WAIT_FOR_IDP_ISSUER"),
+        ("OAUTH2_PROXY_OIDC_ISSUER", "OAUTH2_PROXY_OIDC_ISSUER_URL"),
+    ] {
+        let mut cmd = gate();
+        cmd.envs(links.iter().map(|(k, v)| (k.as_str(), *v))).env(mangled, &iss);
+        let r = run(cmd);
+        assert_exit(&r, 2);
+        assert_logged(&r, &[&format!("no issuer given: {mangled} is set; did you mean {meant}?")]);
+        assert!(!r.log().contains("SVC"), "no service link is taken for a near miss: {}", r.log());
+    }
+}

@@ -197,12 +197,18 @@ const THEN: &str = "COMMAND";
 /// completions and the man page from it (`examples/gen-docs.rs`).
 #[doc(hidden)]
 pub fn command() -> Command {
+    command_for(true)
+}
+
+/// The clap command; its long help only for `--help`. Writing and wrapping every setting's to 80
+/// columns was three fifths of a `--dry-run`'s instructions (a profile), on every start, for text
+/// that only `--help` shows.
+fn command_for(long_help: bool) -> Command {
     // `-h` is one screen, a line a flag: clap's own layout puts a long `<VALUE>` on a line of its
     // own, so the rows are hidden from it and written by `help::summary` after the usage.
     let mut cmd = Command::new("wait-for-idp")
         .version(help::VERSION)
         .about(help::ABOUT)
-        .long_about(help::wrap(help::LONG_ABOUT, help::WIDTH))
         .after_help(help::summary())
         .after_long_help(help::AFTER_LONG_HELP)
         .max_term_width(help::WIDTH)
@@ -220,7 +226,6 @@ pub fn command() -> Command {
         .arg(
             Arg::new(THEN)
                 .help("Run COMMAND in the gate's place when ready or failing open")
-                .long_help(help::wrap(THEN_HELP, help::WIDTH - help::INDENT))
                 .hide_short_help(true)
                 .num_args(1..)
                 .last(true)
@@ -228,13 +233,17 @@ pub fn command() -> Command {
                 .value_parser(clap::value_parser!(std::ffi::OsString))
                 .value_name("COMMAND"),
         );
+    if long_help {
+        cmd = cmd
+            .long_about(help::wrap(help::LONG_ABOUT, help::WIDTH))
+            .mut_arg(THEN, |a| a.long_help(help::wrap(THEN_HELP, help::WIDTH - help::INDENT)));
+    }
     for s in SETTINGS {
-        let mut arg = Arg::new(s.flag)
-            .long(s.flag)
-            .help(help::brief(s))
-            .long_help(help::wrap(&help(s), help::WIDTH - help::INDENT))
-            .help_heading(s.group.heading())
-            .hide_short_help(true);
+        let mut arg =
+            Arg::new(s.flag).long(s.flag).help(help::brief(s)).help_heading(s.group.heading()).hide_short_help(true);
+        if long_help {
+            arg = arg.long_help(help::wrap(&help(s), help::WIDTH - help::INDENT));
+        }
         if let Some(short) = s.short {
             arg = arg.short(short);
         }
@@ -323,7 +332,8 @@ impl Given {
         T: Into<std::ffi::OsString> + Clone,
     {
         let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
-        let matches = command().try_get_matches_from(&args).map_err(|e| suggest::explain(e, &args))?;
+        let long_help = args.iter().any(|a| a == "--help");
+        let matches = command_for(long_help).try_get_matches_from(&args).map_err(|e| suggest::explain(e, &args))?;
         let mut given = Given::from_matches(&matches);
         given.then = match matches.get_many::<std::ffi::OsString>(THEN) {
             Some(mut words) => match words.next() {
