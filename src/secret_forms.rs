@@ -25,7 +25,14 @@ pub(crate) fn patterns(secret: &str) -> Vec<Vec<u8>> {
             bytes.extend_from_slice(secret.as_bytes());
             let encoded = base64(&bytes);
             let core = encoded[(8 * k).div_ceil(6)..8 * bytes.len() / 6].to_vec();
-            let url_safe = core.iter().map(|&b| match b { b'+' => b'-', b'/' => b'_', b => b }).collect();
+            let url_safe = core
+                .iter()
+                .map(|&b| match b {
+                    b'+' => b'-',
+                    b'/' => b'_',
+                    b => b,
+                })
+                .collect();
             forms.extend([core, url_safe]);
         }
     }
@@ -185,7 +192,10 @@ mod tests {
             let whole = b64(format!("{prefix}{SECRET}-and-more").as_bytes());
             let shown = hidden(&format!("Basic {whole}"));
             assert!(shown.contains('#'), "{prefix:?}: {shown}");
-            assert!(shown.len() < "Basic ".len() + 16 + 10, "{prefix:?}: only the neighbours' characters stay: {shown}");
+            assert!(
+                shown.len() < "Basic ".len() + 16 + 10,
+                "{prefix:?}: only the neighbours' characters stay: {shown}"
+            );
             let url_safe = whole.replace('+', "-").replace('/', "_").trim_end_matches('=').to_string();
             assert!(hidden(&url_safe).contains('#'), "{prefix:?}: {url_safe}");
             let wrapped: Vec<String> = whole.as_bytes().chunks(5).map(|c| String::from_utf8_lossy(c).into()).collect();
