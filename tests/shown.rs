@@ -54,3 +54,109 @@ fn rust_log_trace_shows_no_proxy_password() {
         assert!(!r.stderr.contains(secret) && !r.stdout.contains(secret), "{secret}:\n{}", r.stderr);
     }
 }
+
+/// What a hostile provider sends to forge a line of the log and drive the terminal.
+const FORGED: &str = "x\n[+0.1s] INFO  ready: https://evil\u{1b}[2J\u{9b}31m\u{202e}";
+
+/// A provider serving `doc` (made from its issuer) as its document and `keys` as its JWK Set.
+fn hostile(ca: &TestCa, doc: impl Fn(&str) -> serde_json::Value, keys: String) -> (Provider, String) {
+    Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", move |iss| {
+        let doc = doc(iss).to_string();
+        Arc::new(
+            move |req, _| {
+                if req.path == WELL_KNOWN { Reply::json(200, doc.clone()) } else { Reply::json(200, keys.clone()) }
+            },
+        )
+    })
+}
+
+fn document(iss: &str) -> serde_json::Value {
+    serde_json::from_str(&discovery_doc(iss)).unwrap()
+}
+
+/// Runs the gate once (with `extra`) and returns the run and its termination message.
+fn once(ca: &TestCa, iss: &str, extra: &[&str]) -> (Run, String) {
+    let termination = ca.path("termination-log");
+    let mut cmd = gate_for(ca, iss);
+    cmd.args(["--once", "--termination-log"]).arg(&termination).args(extra);
+    let r = run(cmd);
+    let written = std::fs::read_to_string(&termination).unwrap_or_default();
+    (r, written)
+}
+
+/// Nothing of `FORGED` reaches an output raw: no line of its own, no escape sequence, no bidi
+/// override; its escaped form is there instead.
+fn assert_escaped(name: &str, text: &str) {
+    assert!(!text.lines().any(|l| l.starts_with("[+0.1s]")), "{name} has a forged line:\n{text}");
+    assert!(!text.contains(['\u{1b}', '\u{9b}', '\u{202e}']), "{name} has a raw control:\n{text:?}");
+}
+
+/// The JWK Set's `alg` and `use`, and the document's members the `--once` summary shows, hold
+/// a line break, ESC, CSI and a bidi override: the text log, stdout (text and JSON) and the
+/// termination message show them escaped.
+#[test]
+fn a_providers_control_characters_are_escaped_in_every_output() {
+    let ca = TestCa::new();
+    let keys =
+        serde_json::json!({ "keys": [{ "kty": "RSA", "alg": FORGED, "use": FORGED, "n": "AQAB", "e": "AQAB" }] });
+    let (_p, iss) = hostile(&ca, document, keys.to_string());
+    for output in ["text", "json"] {
+        let (r, written) = once(&ca, &iss, &["--check-jwks", "--output", output]);
+        assert_exit(&r, 1);
+        for (name, text) in [("log", r.log()), ("stdout", r.stdout.as_str()), ("termination message", written.as_str())]
+        {
+            assert_escaped(name, text);
+        }
+        assert!(written.contains("x\\n[+0.1s] INFO  ready: https://evil\\u001b[2J\\u009b31m\\u202e"), "{written}");
+    }
+
+    let forged_doc = |iss: &str| {
+        let mut doc = document(iss);
+        doc["userinfo_endpoint"] = FORGED.into();
+        doc["id_token_signing_alg_values_supported"] = serde_json::json!(["RS256", FORGED]);
+        doc
+    };
+    let (_p, iss) = hostile(&ca, forged_doc, String::new());
+    let (r, written) = once(&ca, &iss, &[]);
+    assert_exit(&r, 0);
+    for (name, text) in [("log", r.log()), ("summary", r.stdout.as_str()), ("termination message", written.as_str())] {
+        assert_escaped(name, text);
+    }
+    assert!(r.stdout.contains("userinfo_endpoint       x\\n[+0.1s]"), "{}", r.stdout);
+    let (r, _) = once(&ca, &iss, &["--output", "json"]);
+    assert_escaped("JSON", &r.stdout);
+    assert_eq!(
+        r.json()["issuers"][0]["endpoints"]["userinfo_endpoint"],
+        FORGED,
+        "the JSON says the same, escaped\n{}",
+        r.stdout
+    );
+}
+
+/// A JWK Set of 40,000 keys none of which fits, and a document listing 40,000 algorithms: no line
+/// of the log, stdout or the termination message passes 16 KiB, where container runtimes split
+/// lines, and each cut says how much it left out.
+#[test]
+fn a_providers_huge_lists_are_bounded_in_every_line() {
+    let ca = TestCa::new();
+    let key = serde_json::json!({ "kty": "oct", "alg": "HS256", "k": "AQAB" });
+    let keys = serde_json::json!({ "keys": vec![key; 40_000] }).to_string();
+    let many_algs = |iss: &str| {
+        let mut doc = document(iss);
+        let algs: Vec<String> = (0..40_000).map(|i| format!("X{i}")).chain(["RS256".into()]).collect();
+        doc["id_token_signing_alg_values_supported"] = algs.into();
+        doc
+    };
+    let (_p, iss) = hostile(&ca, many_algs, keys);
+    for (extra, code) in [(&["--check-jwks"][..], 1), (&["--check-jwks", "--output", "json"][..], 1), (&[][..], 0)] {
+        let (r, written) = once(&ca, &iss, extra);
+        assert_exit(&r, code);
+        for (name, text) in [("log", r.log()), ("stdout", r.stdout.as_str()), ("termination message", written.as_str())]
+        {
+            let longest = text.lines().map(str::len).max().unwrap_or(0);
+            assert!(longest < 16 * 1024, "{extra:?}: a line of {longest} bytes in the {name}");
+        }
+        let said = format!("{}{}", r.log(), r.stdout);
+        assert!(said.contains("more bytes left out]"), "{extra:?}: no marker:\n{said}");
+    }
+}

@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::config::Target;
 use crate::probe::ServerReady;
 use crate::rules::authorization_server::{Document, Registration};
+use crate::screen_text;
 use crate::url;
 use crate::wait::Verdict;
 use serde::Serialize;
@@ -85,7 +86,7 @@ struct LastFailure<'a> {
     class: &'static str,
     /// `metadata`, `jwks` or `resource-metadata`.
     link: &'static str,
-    message: &'a str,
+    message: std::borrow::Cow<'a, str>,
 }
 
 #[derive(Serialize)]
@@ -161,7 +162,7 @@ impl<'a> IssuerSummary<'a> {
             last_failure: r.tally.last_failure.as_ref().map(|f| LastFailure {
                 class: f.class.as_str(),
                 link: f.link.as_str(),
-                message: &f.detail,
+                message: screen_text::bound(&f.detail, screen_text::LINE_MAX),
             }),
             in_flight: r.in_flight.clone(),
             endpoints: single.map(|s| Endpoints::of(&s.document)),

@@ -7,6 +7,7 @@ use crate::config::Target;
 use crate::human::secs;
 use crate::probe::Failure;
 use crate::probe::Ready;
+use crate::screen_text;
 use crate::token;
 use crate::url;
 use crate::wait::{AttemptReport, Next, RETRY_AFTER_CAP, RetryAfter, Tally, Verdict};
@@ -44,7 +45,10 @@ pub(crate) fn init_logging(mode: RunMode, rust_log: Option<String>) {
     builder.format(move |buf, record| {
         let ms = start.elapsed().as_millis();
         let text = record.args().to_string();
+        // Scrubbed whole, then escaped and cut: a cut first could leave a part of a secret.
         let text = token::scrub(&text);
+        let text = screen_text::escape(&text, false);
+        let text = screen_text::bound(&text, screen_text::LINE_MAX);
         if json {
             let line = serde_json::json!({
                 "time": rfc3339(SystemTime::now()),
