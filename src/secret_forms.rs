@@ -158,7 +158,7 @@ mod tests {
     /// Standard base64 with padding, as a server would echo it.
     fn b64(bytes: &[u8]) -> String {
         let mut s = String::from_utf8(base64(bytes)).unwrap();
-        while s.len() % 4 != 0 {
+        while !s.len().is_multiple_of(4) {
             s.push('=');
         }
         s
