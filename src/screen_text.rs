@@ -5,9 +5,10 @@
 
 use std::borrow::Cow;
 
-/// The longest line the log or a termination message carries: well under the 16 KiB at which
-/// container runtimes split a line, and far over any line of the gate's own.
-pub(crate) const LINE_MAX: usize = 8 * 1024;
+/// The longest message a log line carries: with the line's prefix, under the 16 KiB at which
+/// container runtimes split a line, and far over any line of the gate's own but a final line
+/// naming dozens of long URLs.
+pub(crate) const LINE_MAX: usize = 15 * 1024;
 
 /// Whether `c` is shown escaped: C0 and C1 controls and DEL, the line and paragraph separators
 /// (line breaks to some readers and to JavaScript), and the bidirectional marks, embeddings,
