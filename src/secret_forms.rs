@@ -40,7 +40,7 @@ pub(crate) fn patterns(secret: &str) -> Vec<Vec<u8>> {
 }
 
 /// Standard base64 without padding.
-fn base64(bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn base64(bytes: &[u8]) -> Vec<u8> {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = Vec::with_capacity(bytes.len() * 4 / 3 + 3);
     for chunk in bytes.chunks(3) {

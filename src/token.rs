@@ -74,6 +74,16 @@ pub(crate) fn read(path: &Path) -> Result<String, TokenProblem> {
     Ok(token.to_string())
 }
 
+/// What a proxy's password is replaced with.
+pub(crate) const PROXY_PASSWORD_REDACTED: &str = "[proxy password redacted]";
+
+/// Remembers a proxy URL's password, when it is long enough to be told from other text.
+pub(crate) fn remember_proxy_password(password: &str) {
+    if password.len() >= SCRUBBED_VALUE_MIN {
+        remember(password, PROXY_PASSWORD_REDACTED);
+    }
+}
+
 fn remember(secret: &str, replacement: &'static str) {
     let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
     if !read.iter().any(|r| r.secret == secret) {

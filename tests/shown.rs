@@ -160,3 +160,45 @@ fn a_providers_huge_lists_are_bounded_in_every_line() {
         assert!(said.contains("more bytes left out]"), "{extra:?}: no marker:\n{said}");
     }
 }
+
+/// A plain-http proxy whose error page echoes the request head, `Proxy-Authorization` included:
+/// the password is in no output, neither as written nor in the header's base64.
+#[test]
+fn a_proxy_password_echoed_by_the_proxy_is_never_printed() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut byte = [0u8];
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let echoed = head.lines().find(|l| l.starts_with("Proxy-Authorization")).unwrap_or_default();
+            let body = format!("proxy error; you sent {echoed}");
+            let reply = format!(
+                "HTTP/1.1 502 Bad Gateway\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = conn.write_all(reply.as_bytes());
+        }
+    });
+    let termination = std::env::temp_dir().join(format!("wait-for-idp-proxy-echo-{}", std::process::id()));
+    let mut cmd = gate();
+    cmd.args(["--issuer", &format!("http://{PROXIED_NAME}:8080"), "--once", "--output", "json", "--termination-log"])
+        .arg(&termination)
+        .env("HTTP_PROXY", format!("http://user:proxy-pass-5r6t7y@127.0.0.1:{port}"));
+    let r = run(cmd);
+    let written = std::fs::read_to_string(&termination).unwrap_or_default();
+    let _ = std::fs::remove_file(&termination);
+    assert_exit(&r, 1);
+    assert!(r.log().contains("proxy error"), "the proxy's page is quoted: {}", r.log());
+    // base64("user:proxy-pass-5r6t7y") = dXNlcjpwcm94eS1wYXNzLTVyNnQ3eQ==
+    for (name, text) in [("log", r.log()), ("JSON", r.stdout.as_str()), ("termination message", written.as_str())] {
+        for secret in ["proxy-pass-5r6t7y", "cm94eS1wYXNzLTVy"] {
+            assert!(!text.contains(secret), "{secret} in the {name}:\n{text}");
+        }
+    }
+}
