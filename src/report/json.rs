@@ -12,6 +12,7 @@ use crate::screen_text;
 use crate::url;
 use crate::wait::Verdict;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -86,7 +87,7 @@ struct LastFailure<'a> {
     class: &'static str,
     /// `metadata`, `jwks` or `resource-metadata`.
     link: &'static str,
-    message: std::borrow::Cow<'a, str>,
+    message: Cow<'a, str>,
 }
 
 #[derive(Serialize)]
@@ -101,19 +102,22 @@ struct ServerSummary<'a> {
 
 #[derive(Serialize)]
 struct Endpoints<'a> {
-    authorization_endpoint: Option<&'a str>,
-    token_endpoint: Option<&'a str>,
-    jwks_uri: Option<&'a str>,
-    userinfo_endpoint: Option<&'a str>,
+    authorization_endpoint: Option<Cow<'a, str>>,
+    token_endpoint: Option<Cow<'a, str>>,
+    jwks_uri: Option<Cow<'a, str>>,
+    userinfo_endpoint: Option<Cow<'a, str>>,
 }
 
 impl<'a> Endpoints<'a> {
+    /// The document's endpoints, each at most 2 KiB: a provider's value can be a megabyte, and
+    /// the summary is one line.
     fn of(d: &'a Document) -> Endpoints<'a> {
+        let bounded = |v: &'a Option<String>| v.as_deref().map(|v| screen_text::bound(v, 2048));
         Endpoints {
-            authorization_endpoint: d.authorization_endpoint.as_deref(),
-            token_endpoint: d.token_endpoint.as_deref(),
-            jwks_uri: d.jwks_uri.as_deref(),
-            userinfo_endpoint: d.userinfo_endpoint.as_deref(),
+            authorization_endpoint: bounded(&d.authorization_endpoint),
+            token_endpoint: bounded(&d.token_endpoint),
+            jwks_uri: bounded(&d.jwks_uri),
+            userinfo_endpoint: bounded(&d.userinfo_endpoint),
         }
     }
 }
