@@ -9,10 +9,19 @@ use std::io::Read as _;
 use std::path::Path;
 use std::sync::Mutex;
 
-/// Every secret this process has read (tokens and header values rotate), with what replaces it:
-/// whatever the gate prints or writes passes through [`scrub`], so none of them can appear
-/// there, wherever a server echoed it.
-static READ: Mutex<Vec<(String, &'static str)>> = Mutex::new(Vec::new());
+use crate::secret_forms;
+
+/// Every secret this process has read (tokens and header values rotate), with the forms a server
+/// may echo it in ([`secret_forms::patterns`], computed once) and what replaces it: whatever the
+/// gate prints or writes passes through [`scrub`], so none of them can appear there, wherever
+/// and however a server echoed it.
+static READ: Mutex<Vec<Remembered>> = Mutex::new(Vec::new());
+
+struct Remembered {
+    secret: String,
+    patterns: Vec<Vec<u8>>,
+    replacement: &'static str,
+}
 
 /// What a token is replaced with.
 pub(crate) const TOKEN_REDACTED: &str = "[token redacted]";
@@ -65,10 +74,20 @@ pub(crate) fn read(path: &Path) -> Result<String, TokenProblem> {
     Ok(token.to_string())
 }
 
+/// What a proxy's password is replaced with.
+pub(crate) const PROXY_PASSWORD_REDACTED: &str = "[proxy password redacted]";
+
+/// Remembers a proxy URL's password, when it is long enough to be told from other text.
+pub(crate) fn remember_proxy_password(password: &str) {
+    if password.len() >= SCRUBBED_VALUE_MIN {
+        remember(password, PROXY_PASSWORD_REDACTED);
+    }
+}
+
 fn remember(secret: &str, replacement: &'static str) {
     let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
-    if !read.iter().any(|(s, _)| s == secret) {
-        read.push((secret.to_string(), replacement));
+    if !read.iter().any(|r| r.secret == secret) {
+        read.push(Remembered { secret: secret.to_string(), patterns: secret_forms::patterns(secret), replacement });
     }
 }
 
@@ -123,28 +142,43 @@ pub(crate) fn read_header_value(path: &Path) -> Result<String, HeaderValueProble
     Ok(value.to_string())
 }
 
-/// `text` with every secret this process has read replaced.
+/// `text` with every secret this process has read replaced, in every form a server may echo it.
 pub(crate) fn scrub(text: &str) -> Cow<'_, str> {
     let read = READ.lock().unwrap_or_else(|e| e.into_inner());
     let mut text = Cow::Borrowed(text);
-    for (secret, replacement) in read.iter() {
-        if text.contains(secret.as_str()) {
-            text = Cow::Owned(text.replace(secret.as_str(), replacement));
+    for r in read.iter() {
+        if let Some(replaced) = replace(text.as_bytes(), &r.patterns, r.replacement) {
+            // Every match starts and ends at an ASCII byte, so the rest stays UTF-8.
+            text = Cow::Owned(String::from_utf8(replaced).unwrap_or_default());
         }
     }
     text
 }
 
-/// A secret taken out of a body before any excerpt of it is cut, replaced by `replacement`: a
-/// server may echo the request's headers into an error page, and a cut inside the secret would
-/// leave a part of it that [`scrub`] cannot recognise.
+/// `bytes` with every form of the patterns replaced, if there was one.
+fn replace(bytes: &[u8], patterns: &[Vec<u8>], replacement: &str) -> Option<Vec<u8>> {
+    let found = secret_forms::find(bytes, patterns);
+    if found.is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    for (from, to) in found {
+        out.extend_from_slice(&bytes[at..from]);
+        out.extend_from_slice(replacement.as_bytes());
+        at = to;
+    }
+    out.extend_from_slice(&bytes[at..]);
+    Some(out)
+}
+
+/// A secret taken out of a body before any excerpt of it is cut, replaced by `replacement`, in
+/// every form a server may echo it: a server may echo the request's headers into an error page,
+/// and a cut inside the secret would leave a part of it that [`scrub`] cannot recognise.
 pub(crate) fn hide_in_body(body: &mut Vec<u8>, secret: &str, replacement: &str) {
-    match std::str::from_utf8(body) {
-        Ok(text) if text.contains(secret) => *body = text.replace(secret, replacement).into_bytes(),
-        Ok(_) => {}
+    if let Some(replaced) = replace(body, &secret_forms::patterns(secret), replacement) {
         // Not UTF-8, so never a document: dropped where the secret might be in it.
-        Err(_) if body.windows(secret.len()).any(|w| w == secret.as_bytes()) => body.clear(),
-        Err(_) => {}
+        *body = if std::str::from_utf8(body).is_ok() { replaced } else { Vec::new() };
     }
 }
 

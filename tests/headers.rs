@@ -224,3 +224,86 @@ fn a_header_value_echoed_by_the_server_is_never_printed() {
     assert!(r.stdout.contains(&format!("CF-Access-Client-Secret={secret_file}")), "{}", r.stdout);
     assert!(!r.stdout.contains(&SECRET[..12]) && !r.log().contains(&SECRET[..12]), "{}", r.stdout);
 }
+
+/// A secret with the characters escapes change: `/`, `+`, `=`.
+const SLASHED: &str = "cf/secret+5f2b8c1d=9e7a4b3c6d0e1f2a3b4c5d6e";
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        (0..4).for_each(|i| {
+            out.push(if i <= chunk.len() { ABC[(n >> (18 - 6 * i) & 63) as usize] as char } else { '=' })
+        });
+    }
+    out
+}
+
+fn percent(text: &str) -> String {
+    text.bytes()
+        .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect()
+}
+
+/// A server that echoes the secret header's value in each form a server may use (percent-encoded
+/// in a body and in a `Location`, JSON-escaped, base64 at each alignment and in both alphabets,
+/// wrapped over lines): no form of it is in the log, the JSON or the termination message.
+#[test]
+fn a_header_value_echoed_in_any_encoding_is_never_printed() {
+    let b64_at = |prefix: &str| base64(format!("{prefix}{SLASHED}").as_bytes());
+    let url_safe = |s: String| s.replace('+', "-").replace('/', "_").trim_end_matches('=').to_string();
+    let wrapped =
+        |s: &str| s.as_bytes().chunks(16).map(|c| String::from_utf8_lossy(c).into_owned()).collect::<Vec<_>>();
+    let cases: Vec<(&str, String)> = vec![
+        ("percent", percent(SLASHED)),
+        ("JSON", SLASHED.replace('/', "\\/")),
+        ("base64", b64_at("")),
+        ("base64 after 1 byte", b64_at("u:")),
+        ("base64 after 2 bytes", b64_at("us:")),
+        ("base64 after 3 bytes", b64_at("use:")),
+        ("URL-safe base64", url_safe(b64_at("user:"))),
+        ("URL-safe base64 after 1 byte", url_safe(b64_at("a"))),
+        ("wrapped", wrapped(SLASHED).join("\n")),
+        ("wrapped base64", wrapped(&b64_at("k=")).join("\r\n")),
+    ];
+    let ca = TestCa::new();
+    let args = service_token(&ca, SLASHED);
+    for (name, echoed) in cases {
+        let body =
+            format!("{{\"error\":\"rejected\",\"echo\":\"{}\"}}", echoed.replace('\n', "\\n").replace('\r', "\\r"));
+        let shown = echoed.clone();
+        let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", move |_| {
+            Arc::new(
+                move |_, _| if name == "wrapped" { Reply::text(500, &shown) } else { Reply::json(400, body.clone()) },
+            )
+        });
+        assert_no_form_printed(&ca, &iss, &args, name, &echoed);
+    }
+    // In a `Location`, percent-encoded: a redirect to plain http is refused, naming where it led.
+    let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |_| {
+        Arc::new(|_, _| Reply::redirect(302, &format!("http://127.0.0.1:9/cb?v={}", percent(SLASHED))))
+    });
+    assert_no_form_printed(&ca, &iss, &args, "Location", &percent(SLASHED));
+}
+
+/// Runs the gate once against `iss` and checks that no 12 characters of the echoed form, within
+/// the secret's part of it, are in the log, the JSON or the termination message.
+fn assert_no_form_printed(ca: &TestCa, iss: &str, args: &[String], name: &str, echoed: &str) {
+    let termination = ca.path("termination-log");
+    let mut cmd = gate_for(ca, iss);
+    cmd.args(["--once", "--output", "json", "--termination-log"]).arg(&termination).args(args);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    let written = std::fs::read_to_string(&termination).unwrap();
+    let inner: Vec<&str> = echoed.lines().filter(|l| l.len() >= 12).collect();
+    let (log, json) = (r.log().to_string(), r.stdout.clone());
+    for (output, text) in [("log", log.as_str()), ("JSON", json.as_str()), ("termination message", written.as_str())] {
+        for line in &inner {
+            let middle = &line[(line.len() - 12) / 2..][..12];
+            assert!(!text.contains(middle), "{name}: {middle:?} is in the {output}:\n{text}");
+        }
+    }
+    assert!(r.log().contains("[header value redacted]"), "{name}: {}", r.log());
+}

@@ -36,6 +36,7 @@ mod redirects;
 mod registry;
 mod release;
 mod retry_after;
+mod shown;
 mod signals;
 mod structure;
 mod tls_trust;

@@ -251,20 +251,19 @@ fn http_connect(io: &mut TransportAdapter, authority: &str, proxy: &ProxyChoice)
     Ok(())
 }
 
-/// `Basic` credentials, as Go's `proxyAuth` makes them.
+/// `Basic` credentials, as Go's `proxyAuth` makes them. The password is remembered as a secret
+/// first: a proxy's error page may echo the header, in base64, which [`crate::token::scrub`]
+/// then finds.
 fn basic((user, password): &(String, String)) -> String {
+    crate::token::remember_proxy_password(password);
     format!("Basic {}", base64(format!("{user}:{password}").as_bytes()))
 }
 
+/// Standard base64 with padding.
 fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..4 {
-            let c = if i <= chunk.len() { ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char } else { '=' };
-            out.push(c);
-        }
+    let mut out = String::from_utf8(crate::secret_forms::base64(bytes)).unwrap_or_default();
+    while !out.len().is_multiple_of(4) {
+        out.push('=');
     }
     out
 }

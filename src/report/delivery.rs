@@ -5,6 +5,7 @@ use super::conclusion::Conclusion;
 use super::exit_code::ExitCode;
 use super::log_lines::OUTCOME;
 use crate::config::TerminationLog;
+use crate::screen_text;
 use crate::token;
 use log::Level;
 use std::io::Write;
@@ -23,9 +24,9 @@ impl Conclusion {
         let code = self.outcome.exit_code();
         let mut jobs: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
         // Whatever a server sent back, no token the gate has read leaves the process.
-        let (log, line) = (termination_log.clone(), termination_message(&token::scrub(&self.last.1)));
+        let (log, line) = (termination_log.clone(), termination_message(&shown(&self.last.1)));
         jobs.push(Box::new(move || write_termination_log(&log, &line)));
-        if let Some(text) = self.stdout.map(|t| token::scrub(&t).into_owned()) {
+        if let Some(text) = self.stdout.map(|t| screen_text::escape(&token::scrub(&t), true).into_owned()) {
             jobs.push(Box::new(move || {
                 let mut out = std::io::stdout().lock();
                 let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
@@ -47,12 +48,18 @@ impl Conclusion {
 /// line and the termination message, which replaces the one that said the gate was handing over.
 pub(crate) fn say_last(level: Level, line: String, termination_log: &TerminationLog) {
     let log = termination_log.clone();
-    let line = token::scrub(&line).into_owned();
+    let line = shown(&line);
     let (logged, line) = (line.clone(), termination_message(&line));
     bounded(vec![
         Box::new(move || write_termination_log(&log, &line)),
         Box::new(move || log::log!(target: OUTCOME, level, "{logged}")),
     ]);
+}
+
+/// A line as shown: no secret, no control character (scrubbed first, so that the escapes
+/// cannot split one).
+fn shown(line: &str) -> String {
+    screen_text::escape(&token::scrub(line), false).into_owned()
 }
 
 /// Runs each job on a thread of its own and waits for them at most [`DELIVERY_BOUND`].

@@ -8,9 +8,11 @@ use crate::config::Config;
 use crate::config::Target;
 use crate::probe::ServerReady;
 use crate::rules::authorization_server::{Document, Registration};
+use crate::screen_text;
 use crate::url;
 use crate::wait::Verdict;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -85,7 +87,7 @@ struct LastFailure<'a> {
     class: &'static str,
     /// `metadata`, `jwks` or `resource-metadata`.
     link: &'static str,
-    message: &'a str,
+    message: Cow<'a, str>,
 }
 
 #[derive(Serialize)]
@@ -100,19 +102,22 @@ struct ServerSummary<'a> {
 
 #[derive(Serialize)]
 struct Endpoints<'a> {
-    authorization_endpoint: Option<&'a str>,
-    token_endpoint: Option<&'a str>,
-    jwks_uri: Option<&'a str>,
-    userinfo_endpoint: Option<&'a str>,
+    authorization_endpoint: Option<Cow<'a, str>>,
+    token_endpoint: Option<Cow<'a, str>>,
+    jwks_uri: Option<Cow<'a, str>>,
+    userinfo_endpoint: Option<Cow<'a, str>>,
 }
 
 impl<'a> Endpoints<'a> {
+    /// The document's endpoints, each at most 2 KiB: a provider's value can be a megabyte, and
+    /// the summary is one line.
     fn of(d: &'a Document) -> Endpoints<'a> {
+        let bounded = |v: &'a Option<String>| v.as_deref().map(|v| screen_text::bound(v, 2048));
         Endpoints {
-            authorization_endpoint: d.authorization_endpoint.as_deref(),
-            token_endpoint: d.token_endpoint.as_deref(),
-            jwks_uri: d.jwks_uri.as_deref(),
-            userinfo_endpoint: d.userinfo_endpoint.as_deref(),
+            authorization_endpoint: bounded(&d.authorization_endpoint),
+            token_endpoint: bounded(&d.token_endpoint),
+            jwks_uri: bounded(&d.jwks_uri),
+            userinfo_endpoint: bounded(&d.userinfo_endpoint),
         }
     }
 }
@@ -161,7 +166,7 @@ impl<'a> IssuerSummary<'a> {
             last_failure: r.tally.last_failure.as_ref().map(|f| LastFailure {
                 class: f.class.as_str(),
                 link: f.link.as_str(),
-                message: &f.detail,
+                message: screen_text::bound(&f.detail, screen_text::LINE_MAX),
             }),
             in_flight: r.in_flight.clone(),
             endpoints: single.map(|s| Endpoints::of(&s.document)),

@@ -7,6 +7,7 @@ use crate::config::Target;
 use crate::human::secs;
 use crate::probe::Failure;
 use crate::probe::Ready;
+use crate::screen_text;
 use crate::token;
 use crate::url;
 use crate::wait::{AttemptReport, Next, RETRY_AFTER_CAP, RetryAfter, Tally, Verdict};
@@ -20,7 +21,7 @@ pub(crate) const OUTCOME: &str = "outcome";
 /// Sets up logging to stderr. The gate's own lines at `--log-level` (raised by `-v`), the
 /// libraries' at warn only, and the final line always; only the final line with `--quiet`;
 /// `RUST_LOG`, when set, is env_logger's filter as written, for those who want the libraries'
-/// internals. Text lines carry the time since start, which is what matters for a gate; JSON
+/// internals, except that no library's trace lines pass ([`Capped`]). Text lines carry the time since start, which is what matters for a gate; JSON
 /// lines the time of day as well, for a log pipeline.
 pub(crate) fn init_logging(mode: RunMode, rust_log: Option<String>) {
     let start = Instant::now();
@@ -44,7 +45,10 @@ pub(crate) fn init_logging(mode: RunMode, rust_log: Option<String>) {
     builder.format(move |buf, record| {
         let ms = start.elapsed().as_millis();
         let text = record.args().to_string();
+        // Scrubbed whole, then escaped and cut: a cut first could leave a part of a secret.
         let text = token::scrub(&text);
+        let text = screen_text::escape(&text, false);
+        let text = screen_text::bound(&text, screen_text::LINE_MAX);
         if json {
             let line = serde_json::json!({
                 "time": rfc3339(SystemTime::now()),
@@ -57,7 +61,41 @@ pub(crate) fn init_logging(mode: RunMode, rust_log: Option<String>) {
             writeln!(buf, "wait-for-idp +{}.{:03}s {:<5} {text}", ms / 1000, ms % 1000, record.level())
         }
     });
-    let _ = builder.try_init();
+    let logger = builder.build();
+    let max = logger.filter();
+    if log::set_boxed_logger(Box::new(Capped(logger))).is_ok() {
+        log::set_max_level(max);
+    }
+}
+
+/// The logger, with every library's trace lines held back whatever `RUST_LOG` asks: at trace,
+/// ureq prints a request's path and query (a `client_secret`, a signature) and a redirect's
+/// `Location` (an authorization `code`) in full, and rustls the handshake, in text the gate cannot
+/// tell apart from the rest to redact. At debug ureq replaces those with `******` itself: it asks
+/// the logger whether trace is on, which is why the cap is in [`log::Log::enabled`].
+struct Capped(env_logger::Logger);
+
+impl Capped {
+    fn passes(&self, metadata: &log::Metadata<'_>) -> bool {
+        let own = metadata.target().starts_with(env!("CARGO_CRATE_NAME")) || metadata.target() == OUTCOME;
+        (own || metadata.level() < Level::Trace) && log::Log::enabled(&self.0, metadata)
+    }
+}
+
+impl log::Log for Capped {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        self.passes(metadata)
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.passes(record.metadata()) {
+            log::Log::log(&self.0, record);
+        }
+    }
+
+    fn flush(&self) {
+        log::Log::flush(&self.0);
+    }
 }
 
 /// `2026-12-01T06:25:02.123Z`: RFC 3339 in UTC, to the millisecond, from the system clock (a

@@ -3,16 +3,26 @@
 use crate::probe::Ready;
 use crate::probe::ServerReady;
 use crate::rules::authorization_server::Registration;
+use crate::screen_text;
 use crate::url;
+
+/// The longest value a row shows: a provider's list can be a megabyte.
+const VALUE_MAX: usize = 2048;
+
+/// A row: a provider's value escaped (a line break in it would forge a row, or a line of the
+/// log's) and bounded.
+fn push_row(out: &mut String, key: &str, value: &str) {
+    out.push_str(&format!("{key:<24}{}\n", screen_text::quoted(value, VALUE_MAX)));
+}
 
 /// The `--once` summary for stdout: the resource's metadata, if any, then each server.
 pub(crate) fn once_summary(ready: &Ready) -> String {
     let mut out = String::new();
     if let Some(at) = &ready.resource_metadata {
-        out.push_str(&format!("{:<24}{}\n", "resource metadata", url::redact(at)));
+        push_row(&mut out, "resource metadata", &url::redact(at));
     }
     for w in &ready.warnings {
-        out.push_str(&format!("{:<24}{w}\n", "warning"));
+        push_row(&mut out, "warning", w);
     }
     for server in &ready.servers {
         out.push_str(&server_summary(server));
@@ -25,7 +35,7 @@ fn server_summary(server: &ServerReady) -> String {
     let mut out = String::new();
     let mut row = |k: &str, v: Option<&str>| {
         if let Some(v) = v {
-            out.push_str(&format!("{k:<24}{v}\n"));
+            push_row(&mut out, k, v);
         }
     };
     row("issuer", Some(&d.issuer));

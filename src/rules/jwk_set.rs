@@ -13,6 +13,7 @@
 //! follows the stricter of the two.
 
 use super::{BodyProblem, open_object};
+use crate::screen_text;
 use crate::url;
 use serde_json::Value;
 use std::fmt;
@@ -36,6 +37,9 @@ pub(crate) enum JwksProblem {
     PlainLocation(String),
 }
 
+/// The longest list of algorithms or keys a message quotes: a set can hold thousands of keys.
+const LIST_MAX: usize = 1024;
+
 impl fmt::Display for JwksProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -53,8 +57,12 @@ impl fmt::Display for JwksProblem {
             JwksProblem::NoUsableKey { algs, found } => write!(
                 f,
                 "no signing key for the advertised algorithm(s) {}; the set holds {}",
-                algs.join(", "),
-                if found.is_empty() { "nothing usable".to_string() } else { found.join(", ") }
+                screen_text::quoted(&algs.join(", "), LIST_MAX),
+                if found.is_empty() {
+                    "nothing usable".to_string()
+                } else {
+                    screen_text::quoted(&found.join(", "), LIST_MAX)
+                }
             ),
         }
     }

@@ -154,7 +154,7 @@ pub(crate) fn validate(
              waited for it only (not checked: {})",
             servers.len(),
             url::redact(first),
-            others.join(", ")
+            crate::screen_text::quoted(&others.join(", "), 1024)
         ));
     }
     Ok(ResourceMetadata { resource: resource.clone(), authorization_servers: vec![first.clone()], warnings })

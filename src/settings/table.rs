@@ -321,7 +321,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         parser: Parser::Choice(&["error", "warn", "info", "debug", "trace"]),
         group: Output,
         brief: "error|warn|info|debug|trace",
-        help: "The gate's own log level; the libraries' internals stay at warn (RUST_LOG, when set, replaces both, as env_logger reads it)",
+        help: "The gate's own log level; the libraries' internals stay at warn (RUST_LOG, when set, replaces both, as env_logger reads it, except that the libraries' lines stop at debug: their trace lines would show URLs' secrets and redirects' codes)",
         ..SWITCH
     },
     Setting {
