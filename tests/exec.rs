@@ -1,7 +1,9 @@
 //! `-- COMMAND [ARGS…]`: when ready, or failing open at the deadline, the gate becomes the
 //! command — the same process (same PID), the same environment, no shell, `PATH` searched — with
-//! only stdin, stdout and stderr open (and systemd's sockets meant for it), no signal ignored,
-//! caught or blocked. Failing closed, or on SIGTERM/SIGINT, the command never runs. One that
+//! only stdin, stdout and stderr open (and systemd's sockets meant for it), no signal caught,
+//! ignored or blocked but those the gate's parent ignored or blocked. Failing closed, or on
+//! SIGTERM/SIGINT before the hand-over, the command never runs; a SIGTERM around the hand-over is
+//! never lost. One that
 //! cannot start exits 127 (not found) or 126 (cannot run), as `env` and `sh` do. The log, the
 //! termination message and the JSON name the command, never its arguments. `--` alone is a usage
 //! error; `--dry-run` shows the command by name; `--once -- COMMAND` runs it only when ready.
