@@ -257,6 +257,8 @@ struct AroundTheHandOver {
     /// Exit 143 before the hand-over (or before the wait began), the command never started, and
     /// the JSON, if it was written, says interrupted.
     before: u32,
+    /// Of those, the ones whose JSON was written (the wait had ended), saying interrupted.
+    before_said_interrupted: u32,
     /// The command started and its trap ran.
     trapped: u32,
     /// The process ended by SIGTERM's default action: the command's, before its trap was set
@@ -317,7 +319,10 @@ fn sigterm_around_the_hand_over(runs: u32) -> AroundTheHandOver {
         let interrupted = json.is_none() || (said("outcome") == "interrupted" && said("exit_code") == 143);
         let ready = json.is_none() || said("outcome") == "ready";
         match (out.status.code(), out.status.signal()) {
-            (Some(143), _) if !started && interrupted => seen.before += 1,
+            (Some(143), _) if !started && interrupted => {
+                seen.before += 1;
+                seen.before_said_interrupted += u32::from(json.is_some());
+            }
             (Some(0), _) if stdout.contains("got-term") && ready => seen.trapped += 1,
             (None, Some(libc::SIGTERM)) if ready => seen.by_default_action += 1,
             _ => {

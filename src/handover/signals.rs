@@ -179,3 +179,35 @@ impl Drop for Quiet {
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This thread's mask, as it is now.
+    fn mask_now() -> libc::sigset_t {
+        // SAFETY: a query of this thread's mask into a zeroed set.
+        unsafe {
+            let mut now: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut now);
+            now
+        }
+    }
+
+    #[test]
+    fn threads_started_while_quiet_never_take_sigterm_or_sigint_and_the_mask_comes_back() {
+        // On a thread of its own, so that the test harness's threads are not touched.
+        std::thread::spawn(|| {
+            let blocked = |set: &libc::sigset_t, signal| unsafe { libc::sigismember(set, signal) } == 1;
+            let before = mask_now();
+            let quiet = Quiet::new();
+            assert!(HANDLED.iter().all(|s| blocked(&mask_now(), *s)));
+            let inherited = std::thread::spawn(mask_now).join().unwrap();
+            assert!(HANDLED.iter().all(|s| blocked(&inherited, *s)));
+            drop(quiet);
+            assert!(HANDLED.iter().all(|s| blocked(&mask_now(), *s) == blocked(&before, *s)));
+        })
+        .join()
+        .unwrap();
+    }
+}
