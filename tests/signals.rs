@@ -121,3 +121,38 @@ fn sigterm_while_the_configuration_is_read_ends_the_gate_at_once() {
     }
     panic!("the gate was never caught reading SSL_CERT_DIR");
 }
+
+/// A signal the gate's parent ignored stays ignored while the gate waits, as it will for the
+/// command: a script's background job (`wait-for-idp … &`) has SIGINT ignored, so that Ctrl-C in
+/// the terminal stops the foreground only. SIGTERM still ends the gate.
+#[test]
+fn a_signal_the_parent_ignored_does_not_end_the_wait() {
+    use std::os::unix::process::CommandExt;
+    let ca = TestCa::new();
+    let p = always_503(&ca);
+    let mut cmd = gate_for(&ca, &p.issuer(""));
+    cmd.args(["--timeout", "60s", "--interval", "100ms"]);
+    // SAFETY: between fork and exec, one async-signal-safe call.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let attempts = |n: usize| {
+        let start = Instant::now();
+        while p.count() < n && start.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    attempts(1);
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    // Two more attempts after it: the SIGINT was not taken.
+    let after = p.count();
+    attempts(after + 2);
+    assert!(child.try_wait().unwrap().is_none(), "SIGINT ended the gate");
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", String::from_utf8_lossy(&out.stderr));
+}
