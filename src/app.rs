@@ -3,12 +3,13 @@
 //! The main thread never does network I/O. It waits for the issuers' threads, for a signal, or
 //! for the deadline, whichever comes first, and then ends the process. So neither a resolver
 //! stuck in `getaddrinfo` nor a server that drips bytes can keep the gate past its deadline, and
-//! SIGTERM ends it at once even as PID 1 (where the kernel ignores signals without a handler).
+//! SIGTERM ends it at once even as PID 1 (where the kernel ignores signals without a handler),
+//! also while the configuration is still being read (`handover::signals`).
 //! Everything said along the way is `report`'s. When the workload may start and a command follows
 //! `--`, the process then becomes that command (`handover`).
 
 use crate::config::{self, Config, Loaded, TerminationLog};
-use crate::handover::{self, NotHandedOver};
+use crate::handover::{self, signals};
 use crate::net::http::HttpClient;
 use crate::probe::Prober;
 use crate::report::{self, ExitCode, IssuerResult, LineThrottle, Stopped};
@@ -64,7 +65,10 @@ fn run() -> ExitCode {
     let config = Arc::new(config);
     let conclusion = match launch(&config, started, tx) {
         Ok(probers) => {
+            signals::waiting();
             let (states, end) = collect(&config, started + config.timing.timeout + GRACE, &rx);
+            // Decided before anything is said: a signal that came first makes the run interrupted.
+            let end = signals::hold().map_or(end, Stopped::Signal);
             let issuers: Vec<IssuerResult<'_>> = config
                 .targets
                 .iter()
@@ -83,43 +87,32 @@ fn run() -> ExitCode {
                 _ => report::conclude(&config, mode, &issuers, started.elapsed()),
             }
         }
-        Err(e) => report::cannot_wait(&config, &e, started.elapsed()),
+        Err(e) => {
+            signals::hold();
+            report::cannot_wait(&config, &e, started.elapsed())
+        }
     };
     let starts = conclusion.outcome.starts_workload();
     let code = conclusion.deliver(&config.termination_log);
     match &config.then {
-        Some(then) if starts => hand_over(then, &rx, &config.termination_log),
+        Some(then) if starts => hand_over(then, &config.termination_log),
         _ => code,
     }
 }
 
-/// Becomes the command after `--`, once everything has been said; returns only if that failed
-/// or a signal came first.
-fn hand_over(then: &ThenCommand, rx: &Receiver<Event>, termination_log: &TerminationLog) -> ExitCode {
-    let signalled = || rx.try_iter().find_map(|e| if let Event::Signal(s) = e { Some(s) } else { None });
-    match handover::exec(then, &signalled) {
-        NotHandedOver::Signal(signal) => report::interrupted_before_handover(&then.name(), signal, termination_log),
-        NotHandedOver::Failed(e) => {
-            let path = String::from_utf8_lossy(&handover::path()).into_owned();
-            report::cannot_hand_over(&then.name(), &e, &path, termination_log)
-        }
-    }
+/// Becomes the command after `--`, once everything has been said; returns only if that failed.
+fn hand_over(then: &ThenCommand, termination_log: &TerminationLog) -> ExitCode {
+    let e = handover::exec(then);
+    let path = String::from_utf8_lossy(&handover::path()).into_owned();
+    report::cannot_hand_over(&then.name(), &e, &path, termination_log)
 }
 
-/// SIGTERM and SIGINT reach the main loop as events.
+/// SIGTERM and SIGINT reach the main loop as events while it waits; before, they end the gate.
 fn install_signal_handlers(tx: Sender<Event>) -> anyhow::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])
-        .context("cannot handle SIGTERM/SIGINT; the gate runs to its deadline")?;
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            for sig in signals.forever() {
-                let _ = tx.send(Event::Signal(sig));
-            }
-        })
-        .context("cannot start the signal thread; the gate runs to its deadline")?;
-    Ok(())
+    signals::install(move |sig| {
+        let _ = tx.send(Event::Signal(sig));
+    })
+    .context("cannot start the signal thread; a signal ends the gate at once, without a summary")
 }
 
 /// Starts one waiting thread per issuer, each reporting to `tx`; returns their probers, which
@@ -129,6 +122,8 @@ fn launch(config: &Arc<Config>, started: Instant, tx: Sender<Event>) -> anyhow::
     let checks = Arc::new(config.checks.clone());
     let schedule = Schedule::starting_at(started, config.timing);
     let mut probers = Vec::with_capacity(config.targets.len());
+    // The threads start with SIGTERM and SIGINT blocked: only the main thread takes them.
+    let _quiet = signals::Quiet::new();
     for (index, target) in config.targets.iter().cloned().enumerate() {
         let label = report::label(config, &target);
         let (interval, tx) = (config.timing.interval, tx.clone());

@@ -9,59 +9,43 @@
 //!   so only stdin, stdout and stderr reach the command — except the sockets systemd passes for
 //!   socket activation (`LISTEN_PID` = this process, `LISTEN_FDS` = N keeps 3 … 2 + N), which
 //!   are meant for the command: the process and its PID stay the same, so the command finds them;
-//! - **ignored signals**: Rust's runtime sets SIGPIPE to ignored, and an ignored disposition
-//!   survives `execve`, so it is set back to the default, as `std::process::Command` does for a
-//!   child; so are SIGTERM and SIGINT, which the gate handles (a handler would be reset by
-//!   `execve` anyway; resetting first means a SIGTERM in the last instant ends the process, as
-//!   it would end the command, rather than go to a thread about to vanish);
-//! - **the signal mask**: emptied, so the command starts with no signal blocked.
+//! - **signal dispositions**: SIGTERM and SIGINT go back to what the gate's parent set (the
+//!   default, or ignored as `nohup` or a shell's background job leaves them), as `env` passes
+//!   them on. SIGPIPE is the exception: Rust's runtime sets it to ignored before the gate can
+//!   record what it was, and an ignored disposition survives `execve`, so it is set back to the
+//!   default, as `std::process::Command` does for a child;
+//! - **the signal mask**: the one the gate's parent set, so a signal it blocked stays blocked.
+//!   A SIGTERM or SIGINT that came after the wait ended has been kept pending since
+//!   ([`signals::hold`]): it meets the command's disposition then, and ends the process as it
+//!   would end the command (or is dropped, if the parent ignored it).
 //!
 //! A name without a slash is looked for in `PATH` as musl's `execvp` looks (also when the binary
 //! is built against glibc, whose `execvp` would run a file without `#!` through `/bin/sh`): each
 //! directory in turn, an empty entry the working directory, the next one tried after a file that
 //! is missing or not executable; when none ran, "permission denied" if one was found but not
 //! executable, else "not found".
-//!
-//! A signal that arrived before the dispositions were reset is looked for last: the gate then
-//! exits as interrupted and the command never runs.
+
+pub(crate) mod signals;
 
 use crate::settings::ThenCommand;
 use std::ffi::{CString, c_int};
 use std::os::unix::ffi::OsStrExt;
 
-/// Why the gate is still running after trying to hand over.
-#[derive(Debug)]
-pub(crate) enum NotHandedOver {
-    /// SIGTERM or SIGINT came before the exec: the command is not run.
-    Signal(i32),
-    /// `execvp` failed: the command was not found, or could not be run.
-    Failed(std::io::Error),
-}
-
-/// Replaces the process with `then`; returns only if that did not happen. `signalled` says
-/// whether SIGTERM or SIGINT has arrived, and is asked after the gate's handlers are gone.
-pub(crate) fn exec(then: &ThenCommand, signalled: &dyn Fn() -> Option<i32>) -> NotHandedOver {
+/// Replaces the process with `then`; returns only if that did not happen (the command was not
+/// found, or could not be run), with why. Whether to hand over was decided before: a signal that
+/// comes now is the command's.
+pub(crate) fn exec(then: &ThenCommand) -> std::io::Error {
     let (argv, candidates) = match arguments(then).and_then(|argv| Ok((argv, candidates(then, path())?))) {
         Ok(both) => both,
-        Err(e) => return NotHandedOver::Failed(e),
+        Err(e) => return e,
     };
     let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     pointers.push(std::ptr::null());
     let listen_pid = std::env::var("LISTEN_PID").ok();
     let listen_fds = std::env::var("LISTEN_FDS").ok();
     close_on_exec_from(first_not_passed_on(listen_pid.as_deref(), listen_fds.as_deref(), std::process::id()));
-    reset_signals();
-    if let Some(signal) = signalled() {
-        return NotHandedOver::Signal(signal);
-    }
-    // SAFETY: an empty set, then the calling thread's mask set to it; both only write memory
-    // they are given.
-    unsafe {
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-    }
-    NotHandedOver::Failed(search(&candidates, &pointers))
+    signals::restore();
+    search(&candidates, &pointers)
 }
 
 /// The `PATH` searched: the process's, else the default of musl's `execvp`.
@@ -147,15 +131,6 @@ fn close_on_exec_from(first: c_int) {
                 libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
             }
         }
-    }
-}
-
-/// SIGPIPE (ignored by Rust's runtime), SIGTERM and SIGINT (handled by the gate) back to their
-/// default disposition.
-fn reset_signals() {
-    for signal in [libc::SIGPIPE, libc::SIGTERM, libc::SIGINT] {
-        // SAFETY: SIG_DFL is always a valid disposition for these signals.
-        unsafe { libc::signal(signal, libc::SIG_DFL) };
     }
 }
 

@@ -1,7 +1,9 @@
 //! `-- COMMAND [ARGS…]`: when ready, or failing open at the deadline, the gate becomes the
 //! command — the same process (same PID), the same environment, no shell, `PATH` searched — with
-//! only stdin, stdout and stderr open (and systemd's sockets meant for it), no signal ignored,
-//! caught or blocked. Failing closed, or on SIGTERM/SIGINT, the command never runs. One that
+//! only stdin, stdout and stderr open (and systemd's sockets meant for it), no signal caught,
+//! ignored or blocked but those the gate's parent ignored or blocked. Failing closed, or on
+//! SIGTERM/SIGINT before the hand-over, the command never runs; a SIGTERM around the hand-over is
+//! never lost. One that
 //! cannot start exits 127 (not found) or 126 (cannot run), as `env` and `sh` do. The log, the
 //! termination message and the JSON name the command, never its arguments. `--` alone is a usage
 //! error; `--dry-run` shows the command by name; `--once -- COMMAND` runs it only when ready.
@@ -204,6 +206,151 @@ fn the_command_starts_with_default_signal_dispositions() {
 /// SIGPIPE's number on Linux.
 fn libc_sigpipe() -> u32 {
     13
+}
+
+/// What the gate's parent set passes on to the command, as `env` passes it: SIGTERM and SIGINT
+/// ignored (as `nohup` or a shell's background job leaves them) stay ignored, and a blocked
+/// signal stays blocked; nothing is left caught.
+#[test]
+fn the_command_keeps_the_dispositions_and_mask_the_parent_set() {
+    use std::os::unix::process::CommandExt;
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    let mut gate = gate_for(&ca, &iss);
+    gate.args(["--", "cat", "/proc/self/status"]);
+    // SAFETY: between fork and exec only async-signal-safe calls, on memory of this closure.
+    unsafe {
+        gate.pre_exec(|| {
+            libc::signal(libc::SIGTERM, libc::SIG_IGN);
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            let mut usr1: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut usr1);
+            libc::sigaddset(&mut usr1, libc::SIGUSR1);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &usr1, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    let r = run(gate);
+    assert_exit(&r, 0);
+    let mask = |status: &str, name: &str| {
+        let line = status.lines().find(|l| l.starts_with(&format!("{name}:"))).unwrap_or_default();
+        u64::from_str_radix(line.trim_start_matches(&format!("{name}:")).trim(), 16).unwrap()
+    };
+    let bit = |signal: i32| 1u64 << (signal - 1);
+    let ignored = mask(&r.stdout, "SigIgn");
+    assert_eq!(
+        ignored & (bit(libc::SIGTERM) | bit(libc::SIGINT)),
+        bit(libc::SIGTERM) | bit(libc::SIGINT),
+        "{ignored:x}"
+    );
+    assert_eq!(mask(&r.stdout, "SigBlk"), bit(libc::SIGUSR1), "{}", r.stdout);
+    assert_eq!(mask(&r.stdout, "SigCgt"), 0, "{}", r.stdout);
+    // Nothing else ignored than what the test's own process passes on (SIGPIPE not among them).
+    let direct = Command::new("cat").arg("/proc/self/status").output().unwrap();
+    let direct = mask(&String::from_utf8_lossy(&direct.stdout), "SigIgn");
+    assert_eq!(ignored & !(direct | bit(libc::SIGTERM) | bit(libc::SIGINT)), 0, "{ignored:x}");
+}
+
+/// How SIGTERMs sent around the hand-over ended.
+#[derive(Debug, Default)]
+struct AroundTheHandOver {
+    /// Exit 143 before the hand-over (or before the wait began), the command never started, and
+    /// the JSON, if it was written, says interrupted.
+    before: u32,
+    /// Of those, the ones whose JSON was written (the wait had ended), saying interrupted.
+    before_said_interrupted: u32,
+    /// The command started and its trap ran.
+    trapped: u32,
+    /// The process ended by SIGTERM's default action: the command's, before its trap was set
+    /// (or as the process became it), the JSON, if written, saying ready; or before the gate's
+    /// first instruction.
+    by_default_action: u32,
+    /// Anything else: the command ran and never heard of the signal, or the gate's reports said
+    /// something other than what happened.
+    wrong: Vec<String>,
+}
+
+/// Sends SIGTERM `runs` times at moments swept across the hand-over (from well before to just
+/// after the moment the command usually starts, measured first), and sorts out what came of each.
+fn sigterm_around_the_hand_over(runs: u32) -> AroundTheHandOver {
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    let script =
+        "trap 'kill $! 2>/dev/null; echo got-term; exit 0' TERM; echo started; sleep 10 & wait $!; echo no-term";
+    let gate = || {
+        let mut cmd = gate_for(&ca, &iss);
+        cmd.args(["--output", "json", "--termination-log"]).arg(ca.path("termination-log"));
+        cmd.args(["--", "sh", "-c", script]);
+        cmd
+    };
+    // How long the command usually takes to start: the median of a few runs, each ended by a
+    // SIGTERM once it has said so.
+    let mut starts: Vec<Duration> = (0..5)
+        .map(|_| {
+            let sent = Instant::now();
+            let mut child = gate().spawn().unwrap();
+            let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+            let mut line = String::new();
+            while out.read_line(&mut line).unwrap() > 0 && !line.ends_with("started\n") {}
+            let took = sent.elapsed();
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            child.wait().unwrap();
+            took
+        })
+        .collect();
+    starts.sort();
+    let usual = starts[2];
+    let mut seen = AroundTheHandOver::default();
+    for run in 0..runs {
+        // From 30 % of the usual start to 130 % of it, in steps.
+        let at = usual.mul_f64(0.3 + f64::from(run) / f64::from(runs.max(1)));
+        let child = gate().spawn().unwrap();
+        std::thread::sleep(at);
+        // SAFETY: a signal to the child's PID, which is not reaped before the wait below.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let json: Option<serde_json::Value> = stdout.lines().next().and_then(|l| serde_json::from_str(l).ok());
+        let said = |field: &str| json.as_ref().map(|j| j[field].clone()).unwrap_or_default();
+        let started = stdout.contains("started\n");
+        // What the JSON says, when it was written at all (not when the signal came first).
+        let interrupted = json.is_none() || (said("outcome") == "interrupted" && said("exit_code") == 143);
+        let ready = json.is_none() || said("outcome") == "ready";
+        match (out.status.code(), out.status.signal()) {
+            (Some(143), _) if !started && interrupted => {
+                seen.before += 1;
+                seen.before_said_interrupted += u32::from(json.is_some());
+            }
+            (Some(0), _) if stdout.contains("got-term") && ready => seen.trapped += 1,
+            (None, Some(libc::SIGTERM)) if ready => seen.by_default_action += 1,
+            _ => {
+                let log = String::from_utf8_lossy(&out.stderr);
+                let (outcome, last) = (said("outcome"), log.lines().last().unwrap_or_default().to_string());
+                let ran = if started { "the command ran" } else { "the command did not run" };
+                seen.wrong.push(format!("after {at:?}: {}, {ran}, JSON outcome {outcome}; log: {last}", out.status));
+            }
+        }
+    }
+    eprintln!("usual start {usual:?}; {seen:?}");
+    seen
+}
+
+/// A SIGTERM at any moment around the hand-over is never lost: the gate either exits 143 before
+/// it, saying so in the JSON, or the command runs and gets the signal.
+#[test]
+fn a_sigterm_around_the_hand_over_is_never_lost() {
+    let seen = sigterm_around_the_hand_over(40);
+    assert!(seen.wrong.is_empty(), "{} of 40 lost or misreported: {:#?}", seen.wrong.len(), seen.wrong);
+}
+
+/// The same, hundreds of times.
+#[test]
+#[ignore = "heavy: 300 runs of the gate and a shell"]
+fn a_sigterm_around_the_hand_over_is_never_lost_in_300_tries() {
+    let seen = sigterm_around_the_hand_over(300);
+    assert!(seen.wrong.is_empty(), "{} of 300 lost or misreported: {:#?}", seen.wrong.len(), seen.wrong);
 }
 
 /// A command that cannot start: 127 when not found, 126 when found but not runnable (no execute

@@ -3,6 +3,7 @@
 //! also as PID 1, where the kernel drops a SIGTERM unless the gate installs a handler.
 
 use crate::support::*;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// A SIGTERM ends the run as interrupted, in the JSON as in the exit code:
@@ -70,4 +71,88 @@ fn sigterm_as_pid_1_ends_the_wait_promptly() {
     assert!(took < Duration::from_millis(500), "took {took:?}");
     let line = std::fs::read_to_string(&log).unwrap();
     assert!(line.starts_with("interrupted by SIGTERM"), "{line}");
+}
+
+/// Whether the process `pid` holds `dir` open (as it does while it reads the directory).
+fn holds_open(pid: u32, dir: &Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+    fds.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|to| to == dir))
+}
+
+/// A SIGTERM while the configuration is still being read (here a large `SSL_CERT_DIR`) ends the
+/// gate at once, as interrupted, before any attempt: it is not held until the reading is done.
+/// The gate is caught reading the directory and stopped there (SIGSTOP), so the SIGTERM is
+/// certain to come in the middle of it, whatever the machine's speed.
+#[test]
+fn sigterm_while_the_configuration_is_read_ends_the_gate_at_once() {
+    let ca = TestCa::new();
+    let p = always_503(&ca);
+    let dir = ca.path("certs");
+    std::fs::create_dir(&dir).unwrap();
+    let pem = std::fs::read(ca.ca_arg()).unwrap();
+    for i in 0..3000 {
+        std::fs::write(dir.join(format!("ca-{i}.pem")), &pem).unwrap();
+    }
+    let dir = dir.canonicalize().unwrap();
+    let signal = |pid: u32, sig: i32| assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+    for _try in 0..20 {
+        let mut cmd = gate_for(&ca, &p.issuer(""));
+        cmd.env("SSL_CERT_DIR", &dir).args(["--timeout", "60s"]);
+        let mut child = cmd.spawn().unwrap();
+        let pid = child.id();
+        while !holds_open(pid, &dir) && child.try_wait().unwrap().is_none() {
+            std::thread::yield_now();
+        }
+        signal(pid, libc::SIGSTOP);
+        if !holds_open(pid, &dir) {
+            // Caught too late, past the directory: another try.
+            signal(pid, libc::SIGKILL);
+            let _ = child.wait();
+            continue;
+        }
+        signal(pid, libc::SIGTERM);
+        signal(pid, libc::SIGCONT);
+        let out = child.wait_with_output().unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(143), "{log}");
+        assert!(log.contains("interrupted by SIGTERM before the wait began"), "{log}");
+        assert_eq!(p.count(), 0, "an attempt was made: {log}");
+        return;
+    }
+    panic!("the gate was never caught reading SSL_CERT_DIR");
+}
+
+/// A signal the gate's parent ignored stays ignored while the gate waits, as it will for the
+/// command: a script's background job (`wait-for-idp … &`) has SIGINT ignored, so that Ctrl-C in
+/// the terminal stops the foreground only. SIGTERM still ends the gate.
+#[test]
+fn a_signal_the_parent_ignored_does_not_end_the_wait() {
+    use std::os::unix::process::CommandExt;
+    let ca = TestCa::new();
+    let p = always_503(&ca);
+    let mut cmd = gate_for(&ca, &p.issuer(""));
+    cmd.args(["--timeout", "60s", "--interval", "100ms"]);
+    // SAFETY: between fork and exec, one async-signal-safe call.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let attempts = |n: usize| {
+        let start = Instant::now();
+        while p.count() < n && start.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    attempts(1);
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    // Two more attempts after it: the SIGINT was not taken.
+    let after = p.count();
+    attempts(after + 2);
+    assert!(child.try_wait().unwrap().is_none(), "SIGINT ended the gate");
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -137,13 +137,17 @@ fn not_ready_lines(
 
 /// The conclusion of a wait ended by SIGTERM or SIGINT.
 pub(crate) fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal: i32, elapsed: Duration) -> Conclusion {
-    let name = if signal == signal_hook::consts::SIGINT { "SIGINT" } else { "SIGTERM" };
+    let name = if signal == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
     let attempts: u32 = issuers.iter().map(|r| r.tally.attempts).sum();
     let outcome = Outcome::Interrupted(signal);
+    // The signal may come just as every target has passed, before anything was said: then the
+    // run is interrupted all the same (nothing said `ready`, the command does not run).
+    let all_ready = !issuers.is_empty() && issuers.iter().all(|r| r.verdict == Some(Verdict::Ready));
+    let not_ready = if all_ready { ", just as the wait ended ready" } else { "; not ready" };
     let last = (
         Level::Warn,
         format!(
-            "interrupted by {name} after {attempts} attempt(s) in {}; not ready{}",
+            "interrupted by {name} after {attempts} attempt(s) in {}{not_ready}{}",
             secs(elapsed),
             then(config, outcome)
         ),
@@ -212,13 +216,6 @@ pub(crate) fn cannot_hand_over(
     code
 }
 
-/// SIGTERM or SIGINT came after the wait, before the hand-over: the command is not run.
-pub(crate) fn interrupted_before_handover(name: &str, signal: i32, termination_log: &TerminationLog) -> ExitCode {
-    let signal_name = if signal == signal_hook::consts::SIGINT { "SIGINT" } else { "SIGTERM" };
-    say_last(Level::Warn, format!("interrupted by {signal_name} before handing over; {name} not run"), termination_log);
-    ExitCode::Interrupted(signal)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,15 +249,5 @@ mod tests {
             assert!(line.starts_with(&format!("cannot hand over to vault: {why}")), "{line}");
             assert!(line.trim_end().ends_with("(exit 126)"), "{line}");
         }
-    }
-
-    #[test]
-    fn a_signal_just_before_the_hand_over_is_an_interruption() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = TerminationLog { path: dir.path().join("termination-log"), create: true };
-        let code = interrupted_before_handover("vault", signal_hook::consts::SIGTERM, &log);
-        assert_eq!(code, ExitCode::Interrupted(signal_hook::consts::SIGTERM));
-        let line = std::fs::read_to_string(&log.path).unwrap();
-        assert_eq!(line, "interrupted by SIGTERM before handing over; vault not run\n");
     }
 }

@@ -44,7 +44,7 @@ impl ExitCode {
 mod tests {
     use super::*;
     use crate::settings::Given;
-    use signal_hook::consts::{SIGINT, SIGTERM};
+    use libc::{SIGINT, SIGTERM};
 
     #[test]
     fn codes_are_the_documented_ones() {
