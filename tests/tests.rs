@@ -34,6 +34,7 @@ mod redirects;
 mod registry;
 mod release;
 mod retry_after;
+mod serve;
 mod signals;
 mod structure;
 mod tls_trust;
