@@ -92,7 +92,7 @@ fn run() -> ExitCode {
                 _ => report::conclude(&config, mode, &issuers, started.elapsed()),
             }
         }
-        Err(e) => report::cannot_wait(&config, &e, started.elapsed()),
+        Err(e) => report::cannot_wait(&config, e, started.elapsed()),
     };
     let (starts, outcome) = (conclusion.outcome.starts_workload(), conclusion.outcome);
     let code = conclusion.deliver(&config.termination_log);

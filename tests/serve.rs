@@ -226,7 +226,8 @@ fn failing_closed_exits_1_as_without_serve() {
 #[test]
 fn serve_is_refused_with_once_or_a_command_and_a_bad_address_is_named() {
     let ca = TestCa::new();
-    let cases: [(&[&str], &[(&str, &str)], &str); 4] = [
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case<'_>; 4] = [
         (&["--serve", ":0", "--once"], &[], "--serve keeps the gate running beside the workload"),
         (&["--", "true"], &[("WAIT_FOR_IDP_SERVE", ":0")], "WAIT_FOR_IDP_SERVE keeps the gate running"),
         (&["--serve", "localhost:80"], &[], "--serve: 'localhost:80' is not valid; expected an address to listen on"),
