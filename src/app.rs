@@ -201,10 +201,11 @@ fn launch(
                     outcome
                 };
                 let mut observe = |r: &wait::AttemptReport<'_>, t: &Tally| {
-                    report::log_attempt(&label, r, t, &mut throttle);
+                    // Served before it is logged: whoever reads the line finds it in /metrics.
                     if let Some(health) = &health {
                         health.record(index, r.outcome, took.get());
                     }
+                    report::log_attempt(&label, r, t, &mut throttle);
                     let _ = tx.send(Event::Progress(index, t.clone()));
                 };
                 let (verdict, tally) = wait::wait_until_ready(
