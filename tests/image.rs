@@ -67,14 +67,20 @@ fn static_binary(arch: &str) -> PathBuf {
 }
 
 /// True when the ELF file has no interpreter and no dynamic section: nothing to load at run time.
+/// 32- and 64-bit, either byte order (arm/v7 is 32-bit, s390x big-endian).
 fn is_fully_static(path: &Path) -> bool {
     let elf = std::fs::read(path).unwrap();
     assert_eq!(&elf[..4], b"\x7fELF");
-    let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]) as usize;
-    let phoff = u64::from_le_bytes(elf[0x20..0x28].try_into().unwrap()) as usize;
-    let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
+    let (wide, big) = (elf[4] == 2, elf[5] == 2);
+    let num = |o: usize, n: usize| {
+        let bytes = &elf[o..o + n];
+        let fold = |acc: u64, b: &u8| (acc << 8) | u64::from(*b);
+        (if big { bytes.iter().fold(0, fold) } else { bytes.iter().rev().fold(0, fold) }) as usize
+    };
+    let (phoff, phentsize, phnum) =
+        if wide { (num(0x20, 8), num(0x36, 2), num(0x38, 2)) } else { (num(0x1c, 4), num(0x2a, 2), num(0x2c, 2)) };
     (0..phnum).all(|i| {
-        let p_type = u32::from_le_bytes(elf[phoff + i * phentsize..][..4].try_into().unwrap());
+        let p_type = num(phoff + i * phentsize, 4);
         p_type != 2 && p_type != 3 // PT_DYNAMIC, PT_INTERP
     })
 }
