@@ -128,6 +128,10 @@ fn keep_watching(
     failed_open: bool,
     rx: &Receiver<Event>,
 ) -> ExitCode {
+    // A target whose thread has not reported by now (cut off at the deadline) starts not ready.
+    for i in 0..config.targets.len() {
+        health.started(i, false);
+    }
     if failed_open {
         health.fail_open();
         log::warn!("failed open: /readyz answers 200 and wait_for_idp_failed_open is 1 until every target passes");
