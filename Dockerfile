@@ -1,8 +1,10 @@
 # wait-for-idp: a static binary in an otherwise empty image.
 #
-# Multi-arch: `docker buildx build --platform linux/amd64,linux/arm64 .` builds each platform
-# natively (QEMU for the foreign one); TARGETARCH picks the Rust target. deploy/push-image does
-# this and pushes both. TARGETARCH is declared without a default on purpose: BuildKit takes a
+# Multi-arch: `docker buildx build --platform linux/amd64,linux/arm64,linux/arm/v7 .` builds each
+# platform natively (QEMU for the foreign ones); TARGETARCH picks the Rust target: musl for amd64
+# and arm64, glibc linked fully static for arm (v7), which has no prebuilt musl standard library
+# here. deploy/push-image does this and pushes the three. ppc64le and s390x build the same way but
+# come out over the 2.0 MiB budget (docs/release.md, "Architectures"), so they are refused here. TARGETARCH is declared without a default on purpose: BuildKit takes a
 # default over the platform's value, and every image would get the amd64 binary. buildah and
 # podman set it from --platform as BuildKit does.
 #
@@ -28,6 +30,8 @@ COPY src src
 RUN case "${TARGETARCH}" in \
       amd64) triple=x86_64-unknown-linux-musl ;; \
       arm64) triple=aarch64-unknown-linux-musl ;; \
+      arm) triple=armv7-unknown-linux-gnueabihf ;; \
+      ppc64le|s390x) echo "${TARGETARCH}: over the 2.0 MiB budget as a static glibc binary, not shipped (docs/release.md)" >&2; exit 1 ;; \
       *) echo "unsupported TARGETARCH ${TARGETARCH}" >&2; exit 1 ;; \
     esac \
  && rustup target add "${triple}" \

@@ -6,16 +6,20 @@
 //! SIGTERM ends it at once even as PID 1 (where the kernel ignores signals without a handler),
 //! also while the configuration is still being read (`handover::signals`).
 //! Everything said along the way is `report`'s. When the workload may start and a command follows
-//! `--`, the process then becomes that command (`handover`).
+//! `--`, the process then becomes that command (`handover`). With `--serve` it stays instead:
+//! the health listener starts before the first attempt, and after the start the targets are
+//! watched until a signal ends the process (`serve`).
 
-use crate::config::{self, Config, Loaded, TerminationLog};
+use crate::config::{self, Config, ConfigError, Loaded, Source, TerminationLog};
 use crate::handover::{self, signals};
 use crate::net::http::HttpClient;
 use crate::probe::Prober;
-use crate::report::{self, ExitCode, IssuerResult, LineThrottle, Stopped};
-use crate::settings::{Given, ThenCommand};
+use crate::report::{self, ExitCode, IssuerResult, LineThrottle, Outcome, Stopped};
+use crate::serve::{self, Health};
+use crate::settings::{Given, Id, ThenCommand};
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
 use anyhow::Context;
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
@@ -62,8 +66,13 @@ fn run() -> ExitCode {
     }
     report::init_logging(mode, std::env::var("RUST_LOG").ok());
     report::startup(&config, &notices, signals.err());
+    let health = match start_serving(&config, started) {
+        Ok(health) => health,
+        Err(e) => return report::usage_error(&e),
+    };
     let config = Arc::new(config);
-    let conclusion = match launch(&config, started, tx) {
+    let launched = launch(&config, started, tx, health.as_ref());
+    let conclusion = match &launched {
         Ok(probers) => {
             signals::waiting();
             let (states, end) = collect(&config, started + config.timing.timeout + GRACE, &rx);
@@ -73,7 +82,7 @@ fn run() -> ExitCode {
                 .targets
                 .iter()
                 .zip(&states)
-                .zip(&probers)
+                .zip(probers)
                 .map(|((target, (verdict, tally)), prober)| IssuerResult {
                     target,
                     verdict: *verdict,
@@ -92,11 +101,60 @@ fn run() -> ExitCode {
             report::cannot_wait(&config, &e, started.elapsed())
         }
     };
-    let starts = conclusion.outcome.starts_workload();
+    let (starts, outcome) = (conclusion.outcome.starts_workload(), conclusion.outcome);
     let code = conclusion.deliver(&config.termination_log);
+    if let (Some(health), Ok(probers), true) = (health, launched, starts) {
+        return keep_watching(&config, probers, &health, outcome == Outcome::FailedOpen, &rx);
+    }
     match &config.then {
         Some(then) if starts => hand_over(then, &config.termination_log),
         _ => code,
+    }
+}
+
+/// With `--serve`: the health, its listener already answering (503 until ready).
+fn start_serving(config: &Config, started: Instant) -> Result<Option<Arc<Health>>, ConfigError> {
+    let Some(serve) = config.serve else { return Ok(None) };
+    let names = config.targets.iter().map(|t| crate::url::redact(t.name())).collect();
+    let health = Arc::new(Health::new(names, serve.failures, started));
+    let bound = serve::listen(serve.addr, health.clone()).map_err(|e| ConfigError::CannotListen {
+        source: config.sources.get(&Id::Serve).copied().unwrap_or(Source::Flag(Id::Serve)),
+        addr: serve.addr,
+        error: e.to_string(),
+    })?;
+    log::info!("serving /readyz, /livez and /metrics on {bound}");
+    Ok(Some(health))
+}
+
+/// After the start, with `--serve`: every target watched until SIGTERM or SIGINT, which ends the
+/// sidecar with exit 0 (its start-up verdict was delivered; stopping it is the pod's business).
+fn keep_watching(
+    config: &Config,
+    probers: Vec<Prober>,
+    health: &Arc<Health>,
+    failed_open: bool,
+    rx: &Receiver<Event>,
+) -> ExitCode {
+    // A target whose thread has not reported by now (cut off at the deadline) starts not ready.
+    for i in 0..config.targets.len() {
+        health.started(i, false);
+    }
+    if failed_open {
+        health.fail_open();
+        log::warn!("failed open: /readyz answers 200 and wait_for_idp_failed_open is 1 until every target passes");
+    }
+    let interval = config.serve.map_or(config.timing.interval, |s| s.interval);
+    // The watchers inherit SIGTERM and SIGINT blocked (held since the wait ended); the main
+    // thread takes them again, a pending one at once.
+    serve::watch_all(config, interval, probers, health);
+    signals::release();
+    loop {
+        match rx.recv() {
+            Ok(Event::Signal(_)) => return ExitCode::Success,
+            Ok(_) => {}
+            // No signal thread: the default disposition ends the process (PID 1 aside).
+            Err(_) => std::thread::park(),
+        }
     }
 }
 
@@ -117,7 +175,12 @@ fn install_signal_handlers(tx: Sender<Event>) -> anyhow::Result<()> {
 
 /// Starts one waiting thread per issuer, each reporting to `tx`; returns their probers, which
 /// say where an attempt still under way at the end had got to.
-fn launch(config: &Arc<Config>, started: Instant, tx: Sender<Event>) -> anyhow::Result<Vec<Prober>> {
+fn launch(
+    config: &Arc<Config>,
+    started: Instant,
+    tx: Sender<Event>,
+    health: Option<&Arc<Health>>,
+) -> anyhow::Result<Vec<Prober>> {
     let client = Arc::new(HttpClient::new(&config.network).context("cannot set up TLS verification")?);
     let checks = Arc::new(config.checks.clone());
     let schedule = Schedule::starting_at(started, config.timing);
@@ -126,15 +189,24 @@ fn launch(config: &Arc<Config>, started: Instant, tx: Sender<Event>) -> anyhow::
     let _quiet = signals::Quiet::new();
     for (index, target) in config.targets.iter().cloned().enumerate() {
         let label = report::label(config, &target);
-        let (interval, tx) = (config.timing.interval, tx.clone());
+        let (interval, tx, health) = (config.timing.interval, tx.clone(), health.cloned());
         let prober = Prober::new(client.clone(), target, checks.clone());
         probers.push(prober.clone());
         std::thread::Builder::new()
             .name(format!("issuer-{index}"))
             .spawn(move || {
                 let mut throttle = LineThrottle::new(interval);
-                let mut attempt = |budget| prober.attempt(budget);
+                let took = Cell::new(Duration::ZERO);
+                let mut attempt = |budget| {
+                    let (outcome, t) = serve::timed(&prober, budget);
+                    took.set(t);
+                    outcome
+                };
                 let mut observe = |r: &wait::AttemptReport<'_>, t: &Tally| {
+                    // Served before it is logged: whoever reads the line finds it in /metrics.
+                    if let Some(health) = &health {
+                        health.record(index, r.outcome, took.get());
+                    }
                     report::log_attempt(&label, r, t, &mut throttle);
                     let _ = tx.send(Event::Progress(index, t.clone()));
                 };
@@ -146,6 +218,9 @@ fn launch(config: &Arc<Config>, started: Instant, tx: Sender<Event>) -> anyhow::
                     &mut attempt,
                     &mut observe,
                 );
+                if let Some(health) = &health {
+                    health.started(index, verdict == Verdict::Ready);
+                }
                 let _ = tx.send(Event::Finished(index, verdict, tally));
             })
             .with_context(|| format!("cannot start the thread that waits for issuer #{}", index + 1))?;

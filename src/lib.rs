@@ -17,9 +17,10 @@
 //! 5. probe — one attempt and its failure class
 //! 6. wait — deadline, budget and pacing on an injected clock
 //! 7. report — everything the tool says
-//! 8. handover — becoming the command after `--`: descriptors, signal dispositions, execvp
-//! 9. app — threads, signals and the exit code
-//! 10. fuzz_checks — the fuzz targets' properties (tests and fuzzing only)
+//! 8. serve — `--serve`: the health listener (/readyz, /livez, /metrics) and the watch after the start
+//! 9. handover — becoming the command after `--`: descriptors, signal dispositions, execvp
+//! 10. app — threads, signals and the exit code
+//! 11. fuzz_checks — the fuzz targets' properties (tests and fuzzing only)
 //!
 //! # Failures, from the leaves to the exit code
 //!
@@ -66,6 +67,7 @@ mod report;
 pub mod rules;
 mod screen_text;
 mod secret_forms;
+mod serve;
 mod settings;
 mod token;
 pub mod url;

@@ -299,6 +299,32 @@ pub(crate) fn wait_until_ready(
     }
 }
 
+/// After the start, with `--serve`: one attempt every `interval` for as long as `observe` says
+/// to go on (in the process, until a signal ends it). The pacing is the start-up wait's: the
+/// first pause from the equilibrium distribution ([`first_delay`]), so that a fleet of sidecars
+/// started together does not check in step, then 80-100 % of the interval at random. Neither a
+/// refused connection nor a `Retry-After` shortens or stretches it: the watch costs the provider
+/// one request per interval per pod whatever happens, and `--watch-failures` in a row, not one
+/// fast burst of refusals during a restart, turns `/readyz` to 503. Each attempt gets the whole
+/// `--attempt-timeout`: there is no deadline any more.
+pub(crate) fn watch(
+    interval: Duration,
+    attempt_timeout: Duration,
+    sleeper: &mut dyn Sleeper,
+    jitter: &mut Jitter,
+    attempt: &mut dyn FnMut(Duration) -> Result<Ready, Failure>,
+    observe: &mut dyn FnMut(&Result<Ready, Failure>) -> bool,
+) {
+    let mut pause = first_delay(interval, jitter);
+    loop {
+        sleeper.sleep(pause);
+        if !observe(&attempt(attempt_timeout)) {
+            return;
+        }
+        pause = interval.mul_f64(jitter.between(PACED_LOW, 1.0));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -720,5 +746,30 @@ mod tests {
         let time = FakeTime::new();
         let (_, _, starts) = run(&time, schedule(&time, 2_000), Duration::from_secs(60), status_503(), Duration::MAX);
         assert_eq!(starts, vec![(Duration::ZERO, Duration::from_millis(2_000) - UNWIND)]);
+    }
+
+    #[test]
+    fn the_watch_checks_every_interval_whatever_fails() {
+        let time = FakeTime::new();
+        let (t, mut sleeper) = (time.clone(), time.clone());
+        let mut starts = Vec::new();
+        let mut attempt = |budget| {
+            starts.push((t.at(), budget));
+            Err(Failure { cheap: true, retry_after: Some(Duration::from_secs(3600)), ..status_503() })
+        };
+        let mut left = 20;
+        let mut observe = |_: &Result<Ready, Failure>| {
+            left -= 1;
+            left > 0
+        };
+        let (interval, budget) = (Duration::from_secs(30), Duration::from_secs(5));
+        watch(interval, budget, &mut sleeper, &mut Jitter::new(7), &mut attempt, &mut observe);
+        assert_eq!(starts.len(), 20);
+        assert!(starts.iter().all(|(_, b)| *b == budget), "the whole attempt timeout: {starts:?}");
+        assert!(starts[0].0 <= interval, "the first within an interval: {starts:?}");
+        let gaps: Vec<Duration> = starts.windows(2).map(|w| w[1].0 - w[0].0).collect();
+        // Neither the refusal's fast retry nor the hour asked: 80-100 % of the interval.
+        assert!(gaps.iter().all(|g| *g >= interval.mul_f64(PACED_LOW) && *g <= interval), "{gaps:?}");
+        assert!(gaps.windows(2).any(|w| w[0] != w[1]), "jittered");
     }
 }

@@ -1,7 +1,9 @@
-//! What ships, for both architectures: the static musl binaries (amd64 native, arm64 cross-built
-//! with Debian's gcc-aarch64-linux-gnu and run under qemu-aarch64-static), each within 2 MiB; the
-//! amd64 binary alone in a scratch-like root; the real images built from the Dockerfile's final
-//! stage with buildah (amd64 run with podman), and a manifest list holding both. These need root
+//! What ships: static binaries for the architectures oauth2-proxy ships for (amd64 native; arm64,
+//! arm/v7, ppc64le and s390x cross-built with Debian's cross gcc and each run under its
+//! qemu-user-static: `--version`, and `--once` against a local provider); amd64, arm64 and arm/v7
+//! within 2 MiB and shipped, ppc64le and s390x over it and not (docs/release.md); the amd64
+//! binary alone in a scratch-like root; the real images built from the Dockerfile's final stage
+//! with buildah (amd64 run with podman), and a manifest list holding the three. These need root
 //! and the tools the test command (.ci/test) installs; they fail, not skip, without them.
 
 use crate::support::*;
@@ -11,16 +13,28 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// The architectures that ship, as the Dockerfile's TARGETARCH names them, with their Rust targets.
-const ARCHES: [(&str, &str); 2] = [("amd64", "x86_64-unknown-linux-musl"), ("arm64", "aarch64-unknown-linux-musl")];
+/// The architectures oauth2-proxy ships for, as the Dockerfile's TARGETARCH names them, with their
+/// Rust targets, Debian's cross gcc (ring's C compiler and the linker) and the image's platform;
+/// the first [`SHIPPED`] ship. arm, ppc64le and s390x are glibc linked fully static: no musl
+/// standard library for them here (docs/release.md).
+pub(crate) const ARCHES: [(&str, &str, &str, &str); 5] = [
+    ("amd64", "x86_64-unknown-linux-musl", "", "linux/amd64"),
+    ("arm64", "aarch64-unknown-linux-musl", "aarch64-linux-gnu-gcc", "linux/arm64"),
+    ("arm", "armv7-unknown-linux-gnueabihf", "arm-linux-gnueabihf-gcc", "linux/arm/v7"),
+    ("ppc64le", "powerpc64le-unknown-linux-gnu", "powerpc64le-linux-gnu-gcc", "linux/ppc64le"),
+    ("s390x", "s390x-unknown-linux-gnu", "s390x-linux-gnu-gcc", "linux/s390x"),
+];
 
-/// The release musl binary for `arch`, brought up to date on first use (a no-op when the test
-/// command has just built it), so no test runs a stale binary. arm64 is cross-built with Debian's
-/// gcc-aarch64-linux-gnu, as C compiler for ring and as linker.
+/// How many of [`ARCHES`], from the first, ship: ppc64le and s390x are over 2 MiB.
+const SHIPPED: usize = 3;
+
+/// The release static binary for `arch`, brought up to date on first use (a no-op when the test
+/// command has just built it), so no test runs a stale binary. All but amd64 are cross-built
+/// with Debian's cross gcc, as C compiler for ring and as linker (as .ci/build-static does).
 fn static_binary(arch: &str) -> PathBuf {
-    static BUILT: [OnceLock<PathBuf>; 2] = [OnceLock::new(), OnceLock::new()];
-    let index = ARCHES.iter().position(|(a, _)| *a == arch).expect("a shipped architecture");
-    let triple = ARCHES[index].1;
+    static BUILT: [OnceLock<PathBuf>; 5] = [const { OnceLock::new() }; 5];
+    let index = ARCHES.iter().position(|a| a.0 == arch).expect("a shipped architecture");
+    let (_, triple, gcc, _) = ARCHES[index];
     BUILT[index]
         .get_or_init(|| {
             let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -38,9 +52,9 @@ fn static_binary(arch: &str) -> PathBuf {
                     build.env(key, value);
                 }
             }
-            if arch == "arm64" {
-                build.env("CC_aarch64_unknown_linux_musl", "aarch64-linux-gnu-gcc");
-                build.env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER", "aarch64-linux-gnu-gcc");
+            if !gcc.is_empty() {
+                build.env(format!("CC_{}", triple.replace('-', "_")), gcc);
+                build.env(format!("CARGO_TARGET_{}_LINKER", triple.replace('-', "_").to_uppercase()), gcc);
             }
             let status = build.status().expect("run cargo");
             assert!(
@@ -53,14 +67,20 @@ fn static_binary(arch: &str) -> PathBuf {
 }
 
 /// True when the ELF file has no interpreter and no dynamic section: nothing to load at run time.
+/// 32- and 64-bit, either byte order (arm/v7 is 32-bit, s390x big-endian).
 fn is_fully_static(path: &Path) -> bool {
     let elf = std::fs::read(path).unwrap();
     assert_eq!(&elf[..4], b"\x7fELF");
-    let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]) as usize;
-    let phoff = u64::from_le_bytes(elf[0x20..0x28].try_into().unwrap()) as usize;
-    let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
+    let (wide, big) = (elf[4] == 2, elf[5] == 2);
+    let num = |o: usize, n: usize| {
+        let bytes = &elf[o..o + n];
+        let fold = |acc: u64, b: &u8| (acc << 8) | u64::from(*b);
+        (if big { bytes.iter().fold(0, fold) } else { bytes.iter().rev().fold(0, fold) }) as usize
+    };
+    let (phoff, phentsize, phnum) =
+        if wide { (num(0x20, 8), num(0x36, 2), num(0x38, 2)) } else { (num(0x1c, 4), num(0x2a, 2), num(0x2c, 2)) };
     (0..phnum).all(|i| {
-        let p_type = u32::from_le_bytes(elf[phoff + i * phentsize..][..4].try_into().unwrap());
+        let p_type = num(phoff + i * phentsize, 4);
         p_type != 2 && p_type != 3 // PT_DYNAMIC, PT_INTERP
     })
 }
@@ -71,19 +91,25 @@ pub(crate) fn readable_by_anyone(path: &Path) {
 }
 
 #[test]
-#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
+#[ignore = "needs the static binaries, buildah, podman, qemu and root; the test command runs it"]
 fn static_binaries_are_static_and_within_2_mib() {
-    for (arch, _) in ARCHES {
+    for (i, (arch, ..)) in ARCHES.iter().enumerate() {
         let bin = static_binary(arch);
         assert!(is_fully_static(&bin), "{} is dynamically linked", bin.display());
         let size = std::fs::metadata(&bin).unwrap().len();
-        assert!(size <= 2 * 1024 * 1024, "{arch}: {size} bytes, over 2.0 MiB");
         eprintln!("{arch}: {size} bytes");
+        if i < SHIPPED {
+            assert!(size <= 2 * 1024 * 1024, "{arch}: {size} bytes, over 2.0 MiB");
+        } else {
+            // Built and run, not shipped: the day one fits, ship it (push-image, the release
+            // workflow, the Dockerfile, docs/release.md) and move it up.
+            assert!(size > 2 * 1024 * 1024, "{arch}: {size} bytes, within 2.0 MiB now: ship it");
+        }
     }
 }
 
 #[test]
-#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
+#[ignore = "needs the static binaries, buildah, podman, qemu and root; the test command runs it"]
 fn static_binary_runs_alone_in_a_scratch_like_root() {
     let bin = static_binary("amd64");
     assert!(is_fully_static(&bin), "{} is dynamically linked", bin.display());
@@ -125,8 +151,9 @@ pub(crate) fn buildah() -> Command {
 
 /// Builds the Dockerfile's real final stage for `arch` once, from the prebuilt static binary.
 pub(crate) fn image(arch: &str) -> String {
-    static IMAGES: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
-    let index = ARCHES.iter().position(|(a, _)| *a == arch).expect("a shipped architecture");
+    static IMAGES: [OnceLock<String>; 5] = [const { OnceLock::new() }; 5];
+    let index = ARCHES.iter().position(|a| a.0 == arch).expect("a shipped architecture");
+    let platform = ARCHES[index].3;
     IMAGES[index]
         .get_or_init(|| {
             require("buildah");
@@ -137,7 +164,7 @@ pub(crate) fn image(arch: &str) -> String {
             let dockerfile = Path::new(env!("CARGO_MANIFEST_DIR")).join("Dockerfile");
             let tag = format!("localhost/wait-for-idp:test-{arch}");
             let out = buildah()
-                .args(["build", "--isolation", "chroot", "--platform", &format!("linux/{arch}")])
+                .args(["build", "--isolation", "chroot", "--platform", platform])
                 .args(["--build-arg", "BIN_STAGE=prebuilt", "--build-arg", &format!("TARGETARCH={arch}"), "-f"])
                 .arg(&dockerfile)
                 .args(["-t", &tag])
@@ -173,7 +200,7 @@ fn run_image(ca: &TestCa, args: &[&str]) -> Run {
 }
 
 #[test]
-#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
+#[ignore = "needs the static binaries, buildah, podman, qemu and root; the test command runs it"]
 fn image_is_scratch_with_only_the_binary_as_non_root() {
     let tag = image("amd64");
     let out = podman()
@@ -193,7 +220,7 @@ fn image_is_scratch_with_only_the_binary_as_non_root() {
 }
 
 #[test]
-#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
+#[ignore = "needs the static binaries, buildah, podman, qemu and root; the test command runs it"]
 fn image_passes_against_a_ready_provider() {
     let ca = TestCa::new();
     let (_p, iss) = ready_provider(&ca, "localhost", "");
@@ -203,7 +230,7 @@ fn image_passes_against_a_ready_provider() {
 }
 
 #[test]
-#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
+#[ignore = "needs the static binaries, buildah, podman, qemu and root; the test command runs it"]
 fn image_fails_open_then_closed_when_the_provider_is_down() {
     let ca = TestCa::new();
     let closed = Reserved::new();
@@ -216,25 +243,29 @@ fn image_fails_open_then_closed_when_the_provider_is_down() {
     assert_logged(&r, &["failing closed"]);
 }
 
-/// The arm64 binary, under qemu-aarch64-static, against the local TLS provider: ready, never
-/// ready on a TLS failure, and within its deadline against a provider that never answers.
-#[test]
-#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
-fn arm64_binary_under_qemu() {
-    let bin = static_binary("arm64");
+/// A foreign binary under its qemu-user-static, against the local TLS provider: `--version`,
+/// ready with `--once`, never ready on a TLS failure, and within its deadline against a provider
+/// that never answers.
+fn binary_under_qemu(arch: &str, emulator: &str) {
+    let bin = static_binary(arch);
+    assert!(is_fully_static(&bin), "{} is dynamically linked", bin.display());
     let qemu = |args: &[&str]| {
-        let mut cmd = Command::new("qemu-aarch64-static");
+        let mut cmd = Command::new(emulator);
         cmd.arg(&bin).args(args).env_clear();
         cmd.stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         run(cmd)
     };
+    let r = qemu(&["--version"]);
+    assert_exit(&r, 0);
+    assert!(r.stdout.starts_with(&format!("wait-for-idp {}", crate_version())), "{arch}: {}", r.stdout);
     let ca = TestCa::new();
     let (_p, iss) = ready_provider(&ca, "localhost", "");
     let r = qemu(&["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once"]);
     assert_exit(&r, 0);
-    assert!(r.stdout.contains(&format!("issuer                  {iss}")), "{}", r.stdout);
+    assert!(r.stdout.contains(&format!("issuer                  {iss}")), "{arch}: {}", r.stdout);
+    eprintln!("{arch} under {emulator}: --once ready in {:?}", r.elapsed);
 
     let r = qemu(&["--issuer", &iss, "--once"]);
     assert_exit(&r, 1);
@@ -247,16 +278,40 @@ fn arm64_binary_under_qemu() {
     assert_within(&r, Duration::from_secs(2));
 }
 
-/// Both images, and a manifest list holding them, as `docker buildx --platform
-/// linux/amd64,linux/arm64` would push.
 #[test]
-#[ignore = "needs both static musl binaries, buildah, podman, qemu and root; the test command runs it"]
-fn images_for_both_architectures_and_a_manifest_list() {
+#[ignore = "needs the static binaries, buildah, podman, qemu and root; the test command runs it"]
+fn arm64_binary_under_qemu() {
+    binary_under_qemu("arm64", "qemu-aarch64-static");
+}
+
+#[test]
+#[ignore = "needs the static binaries, buildah, podman, qemu and root; the test command runs it"]
+fn arm_v7_binary_under_qemu() {
+    binary_under_qemu("arm", "qemu-arm-static");
+}
+
+#[test]
+#[ignore = "needs the static binaries, buildah, podman, qemu and root; the test command runs it"]
+fn ppc64le_binary_under_qemu() {
+    binary_under_qemu("ppc64le", "qemu-ppc64le-static");
+}
+
+#[test]
+#[ignore = "needs the static binaries, buildah, podman, qemu and root; the test command runs it"]
+fn s390x_binary_under_qemu() {
+    binary_under_qemu("s390x", "qemu-s390x-static");
+}
+
+/// Every shipped image, and a manifest list holding them, as deploy/push-image's `docker buildx
+/// --platform linux/amd64,linux/arm64,linux/arm/v7` would push.
+#[test]
+#[ignore = "needs the static binaries, buildah, podman, qemu and root; the test command runs it"]
+fn images_for_every_architecture_and_a_manifest_list() {
     let list = "localhost/wait-for-idp:test-multi";
     let _ = buildah().args(["manifest", "rm", list]).output();
     let created = buildah().args(["manifest", "create", list]).output().unwrap();
     assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
-    for (arch, _) in ARCHES {
+    for (arch, ..) in &ARCHES[..SHIPPED] {
         let added =
             buildah().args(["manifest", "add", list, &format!("containers-storage:{}", image(arch))]).output().unwrap();
         assert!(added.status.success(), "{arch}: {}", String::from_utf8_lossy(&added.stderr));
@@ -264,10 +319,15 @@ fn images_for_both_architectures_and_a_manifest_list() {
     let out = buildah().args(["manifest", "inspect", list]).output().unwrap();
     let manifest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let arches = platforms(&manifest);
-    assert_eq!(arches, ["linux/amd64", "linux/arm64"]);
-    let arm = podman().args(["image", "inspect", "--format", "{{.Architecture}}", &image("arm64")]).output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&arm.stdout).trim(), "arm64");
+    assert_eq!(arches, PLATFORMS);
+    for (arch, ..) in &ARCHES[1..SHIPPED] {
+        let out = podman().args(["image", "inspect", "--format", "{{.Architecture}}", &image(arch)]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), *arch);
+    }
 }
+
+/// What [`platforms`] lists for the shipped images (arm/v7's variant is not part of it).
+pub(crate) const PLATFORMS: [&str; 3] = ["linux/amd64", "linux/arm", "linux/arm64"];
 
 /// The `os/architecture` of each entry of an image index (a manifest list), sorted.
 pub(crate) fn platforms(index: &serde_json::Value) -> Vec<String> {

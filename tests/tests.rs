@@ -36,6 +36,7 @@ mod redirects;
 mod registry;
 mod release;
 mod retry_after;
+mod serve;
 mod shown;
 mod signals;
 mod structure;

@@ -72,6 +72,12 @@ pub(crate) enum ConfigError {
     NoCommand {
         empty_word: bool,
     },
+    /// `--serve`'s address cannot be bound (taken, or not this host's).
+    CannotListen {
+        source: Source,
+        addr: std::net::SocketAddr,
+        error: String,
+    },
 }
 
 /// Settings that are each valid but cannot go together.
@@ -94,6 +100,11 @@ pub(crate) enum Conflict {
         successes: u32,
         max: u32,
     },
+    /// `--serve` keeps the process running; `--once` and `-- COMMAND` end or replace it.
+    ServeWith {
+        source: Source,
+        other: &'static str,
+    },
 }
 
 impl fmt::Display for Conflict {
@@ -114,6 +125,11 @@ impl fmt::Display for Conflict {
             Conflict::SuccessesBeyondMaxAttempts { successes, max } => {
                 write!(f, "--successes {successes} can never be reached within --max-attempts {max}")
             }
+            Conflict::ServeWith { source, other } => write!(
+                f,
+                "{source} keeps the gate running beside the workload (a native sidecar), which {other} cannot; \
+                 drop {source} or {other} (a sidecar starts the workload with a startupProbe on /readyz)"
+            ),
         }
     }
 }
@@ -174,6 +190,11 @@ impl fmt::Display for ConfigError {
                 write!(f, "{source}: header file '{path}' (for {name}) {problem}")
             }
             ConfigError::Conflict(conflict) => write!(f, "{conflict}"),
+            ConfigError::CannotListen { source, addr, error } => write!(
+                f,
+                "{source}: cannot listen on {addr}: {error}; choose a port no other container of the pod uses, \
+                 on an address of this host (:PORT for all of them)"
+            ),
             ConfigError::UnknownVariable { name, suggestion } => match suggestion {
                 Some(s) => write!(f, "{name} is not a variable wait-for-idp reads; did you mean {s}?"),
                 None => write!(f, "{name} is not a variable wait-for-idp reads; see --help for the list"),

@@ -36,6 +36,7 @@ pub(crate) use trust::Trust;
 use crate::rules::authorization_server::Rules;
 use crate::settings::{Id, ThenCommand};
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -113,6 +114,16 @@ pub(crate) struct Timing {
     pub(crate) successes: u32,
 }
 
+/// `--serve`: where the health listener listens, and how the watch after the start goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Serve {
+    pub(crate) addr: SocketAddr,
+    /// `--watch-interval`: the longest pause between checks once ready.
+    pub(crate) interval: Duration,
+    /// `--watch-failures`: consecutive failed checks that make `/readyz` 503.
+    pub(crate) failures: u32,
+}
+
 /// How the gate reaches the provider: the HTTP client's settings.
 #[derive(Clone, Debug)]
 pub(crate) struct Network {
@@ -137,6 +148,8 @@ pub(crate) struct Config {
     /// `-- COMMAND [ARGS…]`: what the process becomes when the workload may start (ready, or
     /// failing open).
     pub(crate) then: Option<ThenCommand>,
+    /// `--serve`: keep watching after the start and serve the verdict over HTTP.
+    pub(crate) serve: Option<Serve>,
 }
 
 /// How this run goes, apart from what it waits for.

@@ -3,7 +3,7 @@
 use super::inputs::{Inputs, Sourced};
 use super::{
     Checks, Config, ConfigError, Conflict, ConnectTo, Loaded, Network, Notice, Output, ProxySettings, Raw, RunMode,
-    Source, Target, TerminationLog, Timing, files, header_files, trust,
+    Serve, Source, Target, TerminationLog, Timing, files, header_files, trust,
 };
 use crate::rules::authorization_server::{MetadataKind, Rules};
 use crate::settings::{self, Given, Id, Then, ThenCommand};
@@ -39,6 +39,9 @@ pub(crate) fn load(
     notices.extend(unsent_credentials(&values));
     let proxies = ProxySettings::from_env(env);
     let then = read_then(given)?;
+    if let (Some((_, raw)), Some(_)) = (&values.serve, &then) {
+        return Err(ConfigError::Conflict(Conflict::ServeWith { source: raw.source, other: "-- COMMAND" }));
+    }
     let loaded = values.into_loaded(trust, proxies, notices, then);
     let config = &loaded.config;
     let first = config.targets.iter().map(|t| match t {
@@ -160,6 +163,9 @@ struct Values {
     refuse_private_addresses: bool,
     output: Output,
     termination_log: TerminationLog,
+    /// `--serve`'s address and the raw value, then `--watch-interval` and `--watch-failures`.
+    serve: Option<(std::net::SocketAddr, Raw)>,
+    watch: (Duration, u32),
     mode: RunMode,
     sources: BTreeMap<Id, Source>,
 }
@@ -206,6 +212,8 @@ impl Values {
             refuse_private_addresses: inputs.switch(Id::RefusePrivateAddresses)?,
             output: inputs.choice(Id::Output, &[Output::Text, Output::Json])?,
             termination_log,
+            serve: read_serve(inputs, notices)?,
+            watch: (inputs.duration(Id::WatchInterval)?.0, inputs.count(Id::WatchFailures)?.0.unwrap_or(3)),
             mode: read_mode(inputs, once)?,
             trust: trust::read(inputs.list(Id::CaFile), inputs, notices)?,
             sources: inputs.sources(),
@@ -228,6 +236,9 @@ impl Values {
                 issuers: self.issuers.len(),
                 resources: self.resources.len(),
             }),
+            _ if self.mode.once && self.serve.is_some() => {
+                self.serve.as_ref().map(|(_, raw)| Conflict::ServeWith { source: raw.source, other: "--once" })
+            }
             (_, Some((_, raw))) if self.mode.once => Some(Conflict::OnceWithMaxAttempts { source: raw.source }),
             _ if self.mode.once && successes > 1 => Some(Conflict::OnceWithSuccesses {
                 source: self.successes.1.as_ref().map_or(Source::Flag(Id::Successes), |r| r.source),
@@ -282,10 +293,36 @@ impl Values {
             termination_log: self.termination_log,
             sources: self.sources,
             then,
+            serve: self.serve.map(|(addr, _)| Serve { addr, interval: self.watch.0, failures: self.watch.1 }),
         };
         Loaded { config, mode: self.mode, notices }
     }
 }
+/// `--serve`'s address: `HOST:PORT` with an IP address, or `:PORT` for every address (as Go's
+/// listeners take it). A name is refused: which address it would resolve to is not what the
+/// operator should have to guess. `--watch-*` without `--serve` is said, not an error.
+fn read_serve(
+    inputs: &Inputs<'_>,
+    notices: &mut Vec<Notice>,
+) -> Result<Option<(std::net::SocketAddr, Raw)>, ConfigError> {
+    let Some(raw) = inputs.single(Id::Serve) else {
+        for id in [Id::WatchInterval, Id::WatchFailures] {
+            if inputs.single(id).is_some() {
+                notices.push(Notice::Warning(format!("{} has no effect without {}", id.flag(), Id::Serve.flag())));
+            }
+        }
+        return Ok(None);
+    };
+    let value = raw.value.trim();
+    let value = if value.starts_with(':') { format!("0.0.0.0{value}") } else { value.to_string() };
+    match value.parse::<std::net::SocketAddr>() {
+        Ok(addr) => Ok(Some((addr, raw))),
+        Err(_) => {
+            Err(raw.invalid("an address to listen on: IP:PORT, [IPv6]:PORT, or :PORT for every address (e.g. :8080)"))
+        }
+    }
+}
+
 /// How the run goes: `--once`, `--dry-run`, `--quiet` and the log's level and format.
 fn read_mode(inputs: &Inputs<'_>, once: bool) -> Result<RunMode, ConfigError> {
     use log::LevelFilter;

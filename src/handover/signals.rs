@@ -138,6 +138,13 @@ pub(crate) fn hold() -> Option<i32> {
     Some(TAKEN.load(SeqCst)).filter(|s| *s != 0)
 }
 
+/// With `--serve`, after the start: SIGTERM and SIGINT taken on this (the main) thread again,
+/// recorded by the handler and passed to the main loop, which ends the sidecar.
+pub(crate) fn release() {
+    // SAFETY: unblocks the two signals on the calling thread.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &handled_set(), std::ptr::null_mut()) };
+}
+
 /// Just before `execve`: the dispositions and the mask the gate's parent set, as `env` passes
 /// them on; SIGPIPE back to its default, which Rust's runtime replaced with "ignored" before
 /// anything could record it (as `std::process::Command` does for a child). A signal pending since

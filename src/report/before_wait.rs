@@ -242,6 +242,9 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
         Id::Successes => timing.successes.to_string(),
         Id::FailClosed => on(config.fail_closed),
         Id::Once => on(mode.once),
+        Id::Serve => config.serve.map_or("off".to_string(), |s| s.addr.to_string()),
+        Id::WatchInterval => config.serve.map_or("off (no --serve)".to_string(), |s| secs(s.interval)),
+        Id::WatchFailures => config.serve.map_or("off (no --serve)".to_string(), |s| s.failures.to_string()),
         Id::CaFile => {
             let ca_file = Id::CaFile.setting();
             let files = config.network.trust.sources.iter().filter(|(source, _, _)| match source {

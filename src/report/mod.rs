@@ -26,4 +26,4 @@ pub(crate) use before_wait::{dry_run, startup, usage_error};
 pub(crate) use conclusion::{cannot_hand_over, cannot_wait, conclude, interrupted};
 pub(crate) use exit_code::ExitCode;
 pub(crate) use log_lines::{LineThrottle, init_logging, label, log_attempt};
-pub(crate) use outcome::{IssuerResult, Stopped};
+pub(crate) use outcome::{IssuerResult, Outcome, Stopped};

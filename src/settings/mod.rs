@@ -34,6 +34,9 @@ pub(crate) enum Id {
     Successes,
     FailClosed,
     Once,
+    Serve,
+    WatchInterval,
+    WatchFailures,
     CaFile,
     ConnectTo,
     TokenFile,
@@ -81,6 +84,8 @@ pub(crate) enum Parser {
     ConnectTo,
     /// `NAME=PATH`: an HTTP header's name and the file holding its value.
     HeaderFile,
+    /// `HOST:PORT` (or `:PORT`, every address) to listen on.
+    Address,
 }
 
 /// Where a flag is listed in `--help`.

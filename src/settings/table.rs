@@ -207,6 +207,45 @@ pub(crate) const SETTINGS: &[Setting] = &[
         ..SWITCH
     },
     Setting {
+        id: Id::Serve,
+        flag: "serve",
+        env: Some("WAIT_FOR_IDP_SERVE"),
+        unset: "off",
+        value_name: "ADDR",
+        arity: One,
+        parser: Parser::Address,
+        group: Timing,
+        brief: "Serve /readyz, /livez, /metrics; keep watching",
+        help: "Listen on ADDR (HOST:PORT, or :PORT for every address) at once for GET /readyz (200 once every target passed, while the watch holds), /livez and /metrics (Prometheus), and keep checking after the start instead of exiting: a native sidecar. Not with --once or -- COMMAND",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::WatchInterval,
+        flag: "watch-interval",
+        env: Some("WAIT_FOR_IDP_WATCH_INTERVAL"),
+        default: Some("30s"),
+        value_name: "DURATION",
+        arity: One,
+        parser: Parser::Duration { min: Duration::ZERO },
+        group: Timing,
+        brief: "Pause between checks (--serve)",
+        help: "With --serve: the longest pause between checks once ready; each is 80-100% of it, at random (the first, 0-100%, to spread a herd)",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::WatchFailures,
+        flag: "watch-failures",
+        env: Some("WAIT_FOR_IDP_WATCH_FAILURES"),
+        default: Some("3"),
+        value_name: "N",
+        arity: One,
+        parser: Parser::Count,
+        group: Timing,
+        brief: "Failures to a 503 (--serve)",
+        help: "With --serve: consecutive failed checks after which /readyz answers 503 (one pass makes it 200 again)",
+        ..SWITCH
+    },
+    Setting {
         id: Id::CaFile,
         flag: "ca-file",
         env: Some("WAIT_FOR_IDP_CA_FILE"),

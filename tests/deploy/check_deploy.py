@@ -17,6 +17,10 @@
 6. The `kubectl run` recipe in docs/deploy.md: the Pod it makes (kubectl's generated Pod with its
    --overrides applied as its --override-type says) passes the schema and Pod Security
    "restricted", still runs the gate with the recipe's arguments, and the binary accepts them.
+7. Native sidecars (an init container with restartPolicy: Always): validated only for Kubernetes
+   versions that have them (1.29 and later, 1.29 itself always); the gate serves (--serve, as its
+   --dry-run says) on a port of its own container, and its startupProbe asks that port for /readyz.
+   The PodMonitor example selects the sidecar recipe's pods and scrapes /metrics on that port.
 
 Usage: check_deploy.py --bin PATH --kubectl PATH --helm PATH --ca PEM --token FILE -k 1.25 -k 1.37
 Prints one line per check and a closing "deploy: N passed, M failed".
@@ -55,15 +59,73 @@ def rendered(args):
     """Yields (source name, list of documents)."""
     for path in sorted((DEPLOY / "kubernetes").glob("*.yaml")):
         yield path.relative_to(ROOT).as_posix(), list(yaml.safe_load_all(path.read_text()))
-    out = subprocess.run([args.kubectl, "kustomize", str(DEPLOY / "kustomize" / "example")],
-                         capture_output=True, text=True)
-    check("kustomize example renders", out.returncode == 0, out.stderr)
-    yield "kustomize example (rendered)", list(yaml.safe_load_all(out.stdout))
-    out = subprocess.run([args.helm, "template", "t", str(ROOT / "tests" / "deploy" / "chart"),
-                          "-f", str(DEPLOY / "helm" / "oauth2-proxy-values.yaml")],
-                         capture_output=True, text=True)
-    check("helm values render through the oauth2-proxy-shaped chart", out.returncode == 0, out.stderr)
-    yield "helm oauth2-proxy values (rendered)", list(yaml.safe_load_all(out.stdout))
+    for overlay in sorted((DEPLOY / "kustomize").glob("*/kustomization.yaml")):
+        if yaml.safe_load(overlay.read_text()).get("kind") != "Kustomization":
+            continue
+        name = overlay.parent.name
+        out = subprocess.run([args.kubectl, "kustomize", str(overlay.parent)], capture_output=True, text=True)
+        check(f"kustomize {name} renders", out.returncode == 0, out.stderr)
+        yield f"kustomize {name} (rendered)", list(yaml.safe_load_all(out.stdout))
+    for values in sorted((DEPLOY / "helm").glob("*.yaml")):
+        out = subprocess.run([args.helm, "template", "t", str(ROOT / "tests" / "deploy" / "chart"), "-f", str(values)],
+                             capture_output=True, text=True)
+        check(f"helm {values.name} renders through the oauth2-proxy-shaped chart", out.returncode == 0, out.stderr)
+        yield f"helm {values.name} (rendered)", list(yaml.safe_load_all(out.stdout))
+
+
+SIDECARS_FROM = (1, 29)
+
+
+def version_tuple(version):
+    return tuple(int(part) for part in version.split(".")[:2])
+
+
+def has_native_sidecar(docs):
+    return any(c.get("restartPolicy") == "Always"
+               for d in docs if pod_spec(d) for c in pod_spec(d).get("initContainers") or [])
+
+
+def schema_versions(docs, versions):
+    """The versions to validate `docs` for: those that have native sidecars, when they use one."""
+    if not has_native_sidecar(docs):
+        return versions
+    first = ".".join(map(str, SIDECARS_FROM))
+    return [first] + [v for v in versions if version_tuple(v) > SIDECARS_FROM]
+
+
+def port_number(container, port):
+    """A probe's port (a number or the name of one of the container's ports) as a number."""
+    if isinstance(port, int):
+        return port
+    return next((p.get("containerPort") for p in container.get("ports") or [] if p.get("name") == port), None)
+
+
+def sidecar_check(where, container, dry_run_stdout):
+    """Check 7: a native sidecar serves on a port of its own, and its startupProbe asks it for /readyz."""
+    served = next((line.split()[1] for line in dry_run_stdout.splitlines() if line.split()[:1] == ["--serve"]), "off")
+    port = int(served.rsplit(":", 1)[1]) if ":" in served else None
+    own = {p.get("containerPort") for p in container.get("ports") or []}
+    probe = ((container.get("startupProbe") or {}).get("httpGet")) or {}
+    check(f"{where}: a native sidecar serving on a port of its own container", port is not None and port in own,
+          f"--serve is {served}, the container's ports {sorted(own)}")
+    check(f"{where}: its startupProbe asks that port for /readyz",
+          probe.get("path") == "/readyz" and port_number(container, probe.get("port")) == port,
+          f"startupProbe.httpGet {probe}, --serve {served}")
+
+
+def podmonitor_check():
+    """Check 7: the PodMonitor scrapes /metrics from the sidecar recipe's gate."""
+    monitor = yaml.safe_load((DEPLOY / "prometheus" / "podmonitor.yaml").read_text())
+    recipe = yaml.safe_load((DEPLOY / "kubernetes" / "sidecar.yaml").read_text())
+    template = recipe["spec"]["template"]
+    gate = next(c for c in template["spec"]["initContainers"] if c["name"] == "wait-for-idp")
+    labels = template["metadata"].get("labels") or {}
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    endpoints = monitor["spec"]["podMetricsEndpoints"]
+    check("deploy/prometheus/podmonitor.yaml: selects the sidecar recipe's pods",
+          monitor.get("kind") == "PodMonitor" and selector.items() <= labels.items(), f"{selector} vs {labels}")
+    check("deploy/prometheus/podmonitor.yaml: scrapes /metrics on the gate's port",
+          any(e.get("path") == "/metrics" and port_number(gate, e.get("port")) for e in endpoints), f"{endpoints}")
 
 
 def validate_schema(where, docs, versions):
@@ -340,10 +402,10 @@ def main():
     parser.add_argument("-k", dest="versions", action="append", required=True)
     args = parser.parse_args()
 
-    gates = 0
+    gates = sidecars = 0
     for source, docs in rendered(args):
         docs = [d for d in docs if d]
-        validate_schema(source, docs, args.versions)
+        validate_schema(source, docs, schema_versions(docs, args.versions))
         configmaps = {d["metadata"]["name"]: d.get("data") or {} for d in docs if d.get("kind") == "ConfigMap"}
         for doc in docs:
             pod = pod_spec(doc)
@@ -364,6 +426,9 @@ def main():
                 out = subprocess.run([args.bin, *dry_run(argv)], env=env, capture_output=True, text=True)
                 check(f"{where}: the binary accepts its flags and variables", out.returncode == 0,
                       (out.stdout + out.stderr).strip())
+                if c.get("restartPolicy") == "Always":
+                    sidecars += 1
+                    sidecar_check(where, c, out.stdout)
                 gate_settings = {(line.split(None, 1)[0], line.split(None, 2)[1]) for line in out.stdout.splitlines()
                                  if line.split(None, 1)[0] in ("issuer", "jwks", "resource")}
                 clients = client_settings(pod)
@@ -377,6 +442,8 @@ def main():
                           f"proxy fetches {sorted(proxy_urls)}, gate fetches {sorted(fetched)} "
                           "(a --discovery-url or --connect-to that the proxy does not share?)")
     check("every rendering contains a wait-for-idp container", gates >= 5, f"found {gates}")
+    check("the sidecar recipes render (manifest, kustomize, helm)", sidecars >= 3, f"found {sidecars}")
+    podmonitor_check()
     templated_values(args)
     kubectl_run_recipe_check(args)
     print(f"\ndeploy: {RESULTS['passed']} passed, {RESULTS['failed']} failed")

@@ -1,0 +1,229 @@
+//! `--serve`: the gate as a native sidecar. An HTTP listener, started before the first attempt,
+//! answers `/readyz`, `/livez` and `/metrics` from one shared [`Health`], which the wait's
+//! attempts feed, and after the start the watch's ([`watcher`]).
+//!
+//! Why one process for both jobs: an init container with `restartPolicy: Always` and a
+//! `startupProbe` on `/readyz` holds the workload until the provider is ready, as the plain gate
+//! does, and then stays to say whether it still is. The state is the verdict and the failure class
+//! of each target, counters and times: nothing a provider sent is ever served (its documents, its
+//! error pages), so a hostile or broken provider cannot speak through the gate's port.
+//!
+//! One module per job:
+//! - this one: the health state and what `/readyz` says;
+//! - [`metrics`]: the Prometheus text exposition;
+//! - [`listener`]: the bounded HTTP/1.1 listener (std only);
+//! - [`watcher`]: the checks after the start, and the log line for each change.
+
+mod listener;
+mod metrics;
+mod watcher;
+
+pub(crate) use listener::listen;
+pub(crate) use watcher::{timed, watch_all};
+
+use crate::probe::{Failure, FailureClass, Ready};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+/// The check-duration histogram's upper bounds, in seconds: from a local provider's few
+/// milliseconds to the default 5 s attempt timeout.
+const BUCKETS: [f64; 10] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
+
+/// One target's health, as served.
+#[derive(Debug)]
+struct TargetHealth {
+    /// The target, redacted as every log line has it.
+    name: String,
+    /// Passed (`--successes` in a row at the start), and not failed `--watch-failures` in a row
+    /// since.
+    up: bool,
+    /// The start-up wait is over for it: from now on, passes and failures move `up`.
+    watching: bool,
+    consecutive_failures: u32,
+    last_class: Option<FailureClass>,
+    /// Checks by failure class (`None`: passed).
+    checks: std::collections::BTreeMap<Option<FailureClass>, u64>,
+    /// Cumulative counts per bucket of [`BUCKETS`], then the sum of the durations.
+    buckets: [u64; BUCKETS.len()],
+    seconds: f64,
+    last_pass: Option<SystemTime>,
+}
+
+/// A change worth one log line.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Change {
+    Up,
+    Down { failures: u32, failure: Failure },
+}
+
+#[derive(Debug)]
+struct State {
+    targets: Vec<TargetHealth>,
+    /// Seconds from the start to every target's first pass.
+    first_ready: Option<f64>,
+    /// The start-up wait failed open and not every target has passed since.
+    failed_open: bool,
+}
+
+/// Everything the listener serves, shared by the waiting threads and the listener's.
+#[derive(Debug)]
+pub(crate) struct Health {
+    state: Mutex<State>,
+    started: Instant,
+    /// `--watch-failures`.
+    failures: u32,
+}
+
+impl Health {
+    /// The health of `targets` (redacted names), none passed yet.
+    pub(crate) fn new(targets: Vec<String>, failures: u32, started: Instant) -> Health {
+        let targets = targets
+            .into_iter()
+            .map(|name| TargetHealth {
+                name,
+                up: false,
+                watching: false,
+                consecutive_failures: 0,
+                last_class: None,
+                checks: Default::default(),
+                buckets: [0; BUCKETS.len()],
+                seconds: 0.0,
+                last_pass: None,
+            })
+            .collect();
+        Health { state: Mutex::new(State { targets, first_ready: None, failed_open: false }), started, failures }
+    }
+
+    /// A poisoned lock still holds counters worth serving: no panic may take the probes down.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// One check of target `i` and how long it took; the change it makes to `/readyz`, if any.
+    pub(crate) fn record(&self, i: usize, outcome: &Result<Ready, Failure>, took: Duration) -> Option<Change> {
+        let mut state = self.lock();
+        let t = &mut state.targets[i];
+        let class = outcome.as_ref().err().map(|f| f.class);
+        *t.checks.entry(class).or_default() += 1;
+        let secs = took.as_secs_f64();
+        t.seconds += secs;
+        for (count, bound) in t.buckets.iter_mut().zip(BUCKETS) {
+            *count += u64::from(secs <= bound);
+        }
+        t.last_class = class;
+        let change = match outcome {
+            Ok(_) => {
+                t.consecutive_failures = 0;
+                t.last_pass = Some(SystemTime::now());
+                (t.watching && !t.up).then_some(Change::Up)
+            }
+            Err(failure) => {
+                t.consecutive_failures += 1;
+                let down = t.watching && t.up && t.consecutive_failures >= self.failures;
+                down.then(|| Change::Down { failures: t.consecutive_failures, failure: failure.clone() })
+            }
+        };
+        match change {
+            Some(Change::Up) => t.up = true,
+            Some(Change::Down { .. }) => t.up = false,
+            None => {}
+        }
+        self.all_up(&mut state);
+        change
+    }
+
+    /// Target `i`'s start-up wait ended, ready or not: from now on the watch moves it.
+    /// Said once: a later call (the main thread's, for a target cut off at the deadline) changes
+    /// nothing.
+    pub(crate) fn started(&self, i: usize, ready: bool) {
+        let mut state = self.lock();
+        let t = &mut state.targets[i];
+        if t.watching {
+            return;
+        }
+        t.watching = true;
+        t.up = ready;
+        t.consecutive_failures = 0;
+        self.all_up(&mut state);
+    }
+
+    /// The start-up wait failed open: `/readyz` answers 200 until every target has passed.
+    pub(crate) fn fail_open(&self) {
+        let mut state = self.lock();
+        state.failed_open = !state.targets.iter().all(|t| t.up);
+    }
+
+    /// Notes the first moment every target is up, and ends a failed-open state then.
+    fn all_up(&self, state: &mut State) {
+        if state.targets.iter().all(|t| t.up) {
+            state.failed_open = false;
+            state.first_ready.get_or_insert(self.started.elapsed().as_secs_f64());
+        }
+    }
+
+    /// `/readyz`: the status and its one line, which names a target (redacted) and a failure
+    /// class at most.
+    pub(crate) fn readiness(&self) -> (u16, String) {
+        let state = self.lock();
+        let down = state.targets.iter().find(|t| !t.up);
+        let reason = |t: &TargetHealth| {
+            let class = t.last_class.map_or("no check yet", FailureClass::as_str);
+            format!("{} ({class})", t.name)
+        };
+        match down {
+            None => (200, "ready\n".into()),
+            Some(t) if state.failed_open => (200, format!("failed open: not ready: {}\n", reason(t))),
+            Some(t) => (503, format!("not ready: {}\n", reason(t))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fail() -> Result<Ready, Failure> {
+        Err(Failure::new(FailureClass::HttpStatus, "HTTP 503 and a page the provider wrote"))
+    }
+
+    pub(super) fn pass() -> Result<Ready, Failure> {
+        Ok(Ready { resource_metadata: None, servers: Vec::new(), warnings: Vec::new(), addresses: Vec::new() })
+    }
+
+    #[test]
+    fn readyz_follows_the_start_then_the_watch() {
+        let h = Health::new(vec!["https://idp".into()], 2, Instant::now());
+        let ms = Duration::from_millis(3);
+        assert_eq!(h.readiness(), (503, "not ready: https://idp (no check yet)\n".into()));
+        // Passes during the start-up wait count, but only its verdict makes the target ready.
+        assert_eq!(h.record(0, &pass(), ms), None);
+        assert_eq!(h.readiness().0, 503);
+        h.started(0, true);
+        assert_eq!(h.readiness(), (200, "ready\n".into()));
+        assert_eq!(h.record(0, &fail(), ms), None, "one failure is not enough");
+        assert_eq!(h.readiness().0, 200);
+        let down = h.record(0, &fail(), ms);
+        assert!(matches!(down, Some(Change::Down { failures: 2, .. })), "{down:?}");
+        let (status, body) = h.readiness();
+        assert_eq!((status, body.as_str()), (503, "not ready: https://idp (http-status)\n"), "no provider text");
+        assert_eq!(h.record(0, &fail(), ms), None, "one line per change");
+        assert_eq!(h.record(0, &pass(), ms), Some(Change::Up));
+        assert_eq!(h.readiness().0, 200);
+        assert_eq!(h.record(0, &pass(), ms), None);
+    }
+
+    #[test]
+    fn failing_open_answers_200_until_every_target_has_passed() {
+        let h = Health::new(vec!["https://a".into(), "https://b".into()], 1, Instant::now());
+        h.started(0, true);
+        h.started(1, false);
+        assert_eq!(h.readiness().0, 503);
+        h.fail_open();
+        assert_eq!(h.readiness(), (200, "failed open: not ready: https://b (no check yet)\n".into()));
+        assert!(h.lock().first_ready.is_none());
+        assert_eq!(h.record(1, &pass(), Duration::ZERO), Some(Change::Up));
+        assert!(!h.lock().failed_open && h.lock().first_ready.is_some());
+        assert!(h.record(1, &fail(), Duration::ZERO).is_some());
+        assert_eq!(h.readiness().0, 503, "from then on the watch decides");
+    }
+}
