@@ -98,7 +98,7 @@ fn run() -> ExitCode {
         }
         Err(e) => {
             signals::hold();
-            report::cannot_wait(&config, &e, started.elapsed())
+            report::cannot_wait(&config, e, started.elapsed())
         }
     };
     let (starts, outcome) = (conclusion.outcome.starts_workload(), conclusion.outcome);
