@@ -27,6 +27,38 @@ pub(crate) const SCRUBBED_VALUE_MIN: usize = 8;
 /// The longest header value read: servers refuse a request whose fields pass 8 KiB (431).
 pub(crate) const HEADER_VALUE_MAX: usize = 8 * 1024;
 
+/// The longest token file read, for the same reason (a projected service-account token has one
+/// or two KiB): `/dev/zero` or a wrong file must not be read until memory runs out.
+pub(crate) const TOKEN_MAX: usize = 8 * 1024;
+
+/// Reads a file of at most `max` bytes, `what` naming it in the error. What is not a regular
+/// file once symbolic links are followed (Kubernetes mounts Secrets and ConfigMaps as links) is
+/// refused: a FIFO would block the gate for ever, before its deadline starts, and a device has
+/// no end. The file is opened non-blocking and checked on the open descriptor, so that not even
+/// a race with whoever replaces it can block; a regular file reads the same either way.
+pub(crate) fn read_regular(path: &Path, max: usize, what: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        let (error, it) = match () {
+            () if kind.is_dir() => (ErrorKind::IsADirectory, "a directory"),
+            () if kind.is_fifo() => (ErrorKind::InvalidInput, "a named pipe (FIFO)"),
+            () if kind.is_char_device() || kind.is_block_device() => (ErrorKind::InvalidInput, "a device"),
+            () => (ErrorKind::InvalidInput, "a socket"),
+        };
+        return Err(Error::new(error, format!("it is {it}, not a regular file")));
+    }
+    let mut bytes = Vec::new();
+    file.take(max as u64 + 1).read_to_end(&mut bytes)?;
+    if bytes.len() > max {
+        let size = if max % (1 << 20) == 0 { format!("{} MiB", max >> 20) } else { format!("{} KiB", max >> 10) };
+        return Err(Error::new(ErrorKind::FileTooLarge, format!("it holds more than {size}, the most {what} may hold")));
+    }
+    Ok(bytes)
+}
+
 /// Why a token file cannot be used.
 #[derive(Debug)]
 pub(crate) enum TokenProblem {
@@ -51,7 +83,8 @@ impl fmt::Display for TokenProblem {
 
 /// The token in `path`, without surrounding white space.
 pub(crate) fn read(path: &Path) -> Result<String, TokenProblem> {
-    let text = std::fs::read_to_string(path).map_err(TokenProblem::Unreadable)?;
+    let bytes = read_regular(path, TOKEN_MAX, "a token file").map_err(TokenProblem::Unreadable)?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| TokenProblem::NotOneToken)?;
     let token = text.trim();
     if token.is_empty() {
         return Err(TokenProblem::Empty);
@@ -102,10 +135,11 @@ impl fmt::Display for HeaderValueProblem {
 /// spaces and tabs allowed inside (RFC 9110 §5.5, without obs-text). A line break inside could
 /// only be a mistake or an attempt to add a field of its own.
 pub(crate) fn read_header_value(path: &Path) -> Result<String, HeaderValueProblem> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(HEADER_VALUE_MAX as u64 + 1024).read_to_end(&mut bytes))
-        .map_err(HeaderValueProblem::Unreadable)?;
+    // White space around the value is not counted; a file with more than that much is too long.
+    let bytes = match read_regular(path, HEADER_VALUE_MAX + 1024, "a header file") {
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => return Err(HeaderValueProblem::TooLong),
+        read => read.map_err(HeaderValueProblem::Unreadable)?,
+    };
     let text = std::str::from_utf8(&bytes).map_err(|_| HeaderValueProblem::NotOneLine)?;
     let value = text.trim();
     if value.is_empty() {

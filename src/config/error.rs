@@ -67,6 +67,10 @@ pub(crate) enum ConfigError {
         name: String,
         suggestion: Option<&'static str>,
     },
+    /// A variable the gate reads holds bytes that are not UTF-8.
+    NotUtf8 {
+        name: String,
+    },
     /// `--` with no command after it, or an empty word as the command (`-- ""`, a value a
     /// template rendered empty).
     NoCommand {
@@ -178,6 +182,11 @@ impl fmt::Display for ConfigError {
                 Some(s) => write!(f, "{name} is not a variable wait-for-idp reads; did you mean {s}?"),
                 None => write!(f, "{name} is not a variable wait-for-idp reads; see --help for the list"),
             },
+            ConfigError::NotUtf8 { name } => write!(
+                f,
+                "{name} is set to bytes that are not UTF-8 text, which the gate cannot read and will not take for \
+                 unset; set it in UTF-8, or unset it"
+            ),
             ConfigError::NoCommand { empty_word } => write!(
                 f,
                 "{}: name the command to run after the wait (wait-for-idp --issuer URL -- COMMAND [ARGS...]), \

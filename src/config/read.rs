@@ -8,23 +8,52 @@ use super::{
 use crate::rules::authorization_server::{MetadataKind, Rules};
 use crate::settings::{self, Given, Id, Then, ThenCommand};
 use crate::url;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Builds the configuration from the parsed command line, an environment lookup and the names of
 /// the variables set (all of them: for the unknown-name check, and to look up only those set).
+///
+/// A variable the gate reads whose value is not UTF-8 is an error naming it, whatever else is
+/// wrong: taken for unset, a garbled `WAIT_FOR_IDP_FAIL_CLOSED` would fail open. Only the
+/// variables the gate asks for are looked at (its own, oauth2-proxy's it reads, Go's proxy and
+/// trust variables); the rest of the environment is none of its business.
 pub(crate) fn load(
     given: &Given,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &dyn Fn(&str) -> Option<OsString>,
     names: &[String],
 ) -> Result<Loaded, ConfigError> {
     // The gate asks for a hundred-odd variables, nearly all unset, and the C library finds each by
     // scanning the whole environment: thousands of entries in a pod of a namespace with many
     // Services. A name the environment surely lacks is answered here at once.
     let held = Held::new(names);
-    let lookup = |name: &str| if held.may_hold(name) { env(name) } else { None };
-    let env: &dyn Fn(&str) -> Option<String> = &lookup;
+    let not_utf8 = RefCell::new(None);
+    let lookup = |name: &str| {
+        if !held.may_hold(name) {
+            return None;
+        }
+        let value = env(name)?.into_string();
+        if value.is_err() {
+            not_utf8.borrow_mut().get_or_insert_with(|| name.to_string());
+        }
+        value.ok()
+    };
+    let loaded = load_from(given, &lookup, names);
+    match not_utf8.into_inner() {
+        Some(name) => Err(ConfigError::NotUtf8 { name }),
+        None => loaded,
+    }
+}
+
+/// [`load`] with a lookup that answers a value that is not UTF-8 as unset, having noted it.
+fn load_from(
+    given: &Given,
+    env: &dyn Fn(&str) -> Option<String>,
+    names: &[String],
+) -> Result<Loaded, ConfigError> {
     let inputs = Inputs::new(given, env);
     let mut notices = unknown_variables(names, !given.get(Id::DryRun).is_empty())?;
     let values = Values::read(&inputs, names, &mut notices)?;

@@ -7,7 +7,7 @@ fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Loaded, ConfigError> {
     let env: HashMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let given = Given::parse_from(std::iter::once("wait-for-idp").chain(args.iter().copied())).unwrap();
     let names: Vec<String> = env.keys().cloned().collect();
-    super::load(&given, &|k| env.get(k).cloned(), &names)
+    super::load(&given, &|k| env.get(k).map(std::ffi::OsString::from), &names)
 }
 
 fn build(args: &[&str], env: &[(&str, &str)]) -> Result<Config, ConfigError> {
