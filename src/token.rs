@@ -54,7 +54,10 @@ pub(crate) fn read_regular(path: &Path, max: usize, what: &str) -> std::io::Resu
     file.take(max as u64 + 1).read_to_end(&mut bytes)?;
     if bytes.len() > max {
         let size = if max % (1 << 20) == 0 { format!("{} MiB", max >> 20) } else { format!("{} KiB", max >> 10) };
-        return Err(Error::new(ErrorKind::FileTooLarge, format!("it holds more than {size}, the most {what} may hold")));
+        return Err(Error::new(
+            ErrorKind::FileTooLarge,
+            format!("it holds more than {size}, the most {what} may hold"),
+        ));
     }
     Ok(bytes)
 }

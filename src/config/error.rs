@@ -172,10 +172,15 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::ConnectTo { source, value, problem } => write!(f, "{source}: '{value}' {problem}"),
             ConfigError::CaFile { source, path, problem } => write!(f, "{source}: CA file '{path}' {problem}"),
-            ConfigError::TokenFile { source, path, problem } => write!(f, "{source}: token file '{path}' {problem}"),
-            ConfigError::HeaderName { source, value, problem } => write!(f, "{source}: '{value}' {problem}"),
+            ConfigError::TokenFile { source, path, problem } => {
+                write!(f, "{source}: token file {} {problem}", Shown(path, "the token"))
+            }
+            ConfigError::HeaderName { source, value, problem } => match value.split_once('=') {
+                Some((name, path)) => write!(f, "{source}: '{name}={}' {problem}", Shown(path, "its value").bare()),
+                None => write!(f, "{source}: {} {problem}", Shown(value, "its value")),
+            },
             ConfigError::HeaderFile { source, name, path, problem } => {
-                write!(f, "{source}: header file '{path}' (for {name}) {problem}")
+                write!(f, "{source}: header file {} (for {name}) {problem}", Shown(path, "the header's value"))
             }
             ConfigError::Conflict(conflict) => write!(f, "{conflict}"),
             ConfigError::UnknownVariable { name, suggestion } => match suggestion {
@@ -202,3 +207,84 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// A value given where a path to a secret's file belongs, as an error shows it: in full if it
+/// looks like a path, else only its length and first character's kind. Whoever sets
+/// `WAIT_FOR_IDP_TOKEN_FILE` to the token itself must not find it in the pod's log.
+struct Shown<'a>(&'a str, &'static str);
+
+impl Shown<'_> {
+    /// A path, as a bit of a larger quoted value (no quotes of its own).
+    fn bare(&self) -> String {
+        if looks_like_path(self.0) { self.0.to_string() } else { format!("<{}>", self.hint()) }
+    }
+
+    fn hint(&self) -> String {
+        let first = match self.0.chars().next() {
+            Some(c) if c.is_ascii_alphabetic() => "a letter",
+            Some(c) if c.is_ascii_digit() => "a digit",
+            Some(_) => "a symbol",
+            None => "nothing",
+        };
+        format!(
+            "a value of {} characters starting with {first}, not shown: it does not look like a path, and a path to a \
+             file holding {} was expected, not the secret itself",
+            self.0.chars().count(),
+            self.1
+        )
+    }
+}
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if looks_like_path(self.0) { write!(f, "'{}'", self.0) } else { write!(f, "({})", self.hint()) }
+    }
+}
+
+/// Whether a value looks like a path rather than a secret: a `/` or a `.` in it, no white space,
+/// not a JWT (`eyJ`: a JSON header in base64url), and no run of 32 characters of a token's
+/// alphabet (file names are words; tokens and keys are long runs of random characters).
+fn looks_like_path(value: &str) -> bool {
+    let token_char = |c: char| c.is_ascii_alphanumeric() || "-_+=".contains(c);
+    let longest_run = value.split(|c| !token_char(c)).map(str::len).max().unwrap_or(0);
+    (value.contains('/') || value.contains('.'))
+        && !value.starts_with("eyJ")
+        && longest_run < 32
+        && !value.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_given_for_its_path_is_not_shown() {
+        for path in ["/var/run/secrets/kubernetes.io/serviceaccount/token", "token.txt", "./t", "/secrets/cf/id"] {
+            assert!(looks_like_path(path), "{path}");
+        }
+        let jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl";
+        for secret in [
+            jwt,
+            "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+            "hunter2",
+            "Bearer abc.def",
+            "s3cr3t/V4lu3+AAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        ] {
+            assert!(!looks_like_path(secret), "{secret}");
+        }
+        let e = ConfigError::TokenFile {
+            source: Source::Env("WAIT_FOR_IDP_TOKEN_FILE"),
+            path: jwt.to_string(),
+            problem: TokenProblem::Empty,
+        };
+        let shown = e.to_string();
+        assert!(!shown.contains("eyJ") && shown.contains("49 characters starting with a letter"), "{shown}");
+        assert!(shown.contains("a path to a file holding the token"), "{shown}");
+        let e = ConfigError::HeaderName {
+            source: Source::Flag(Id::HeaderFile),
+            value: "X-Key=hunter2-but-longer".to_string(),
+            problem: HeaderNameProblem::Repeated,
+        };
+        assert!(!e.to_string().contains("hunter2") && e.to_string().contains("'X-Key=<a value of 18"), "{e}");
+    }
+}

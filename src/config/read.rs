@@ -49,11 +49,7 @@ pub(crate) fn load(
 }
 
 /// [`load`] with a lookup that answers a value that is not UTF-8 as unset, having noted it.
-fn load_from(
-    given: &Given,
-    env: &dyn Fn(&str) -> Option<String>,
-    names: &[String],
-) -> Result<Loaded, ConfigError> {
+fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[String]) -> Result<Loaded, ConfigError> {
     let inputs = Inputs::new(given, env);
     let mut notices = unknown_variables(names, !given.get(Id::DryRun).is_empty())?;
     let values = Values::read(&inputs, names, &mut notices)?;
