@@ -40,7 +40,8 @@ pub(crate) fn read_regular(path: &Path, max: usize, what: &str) -> std::io::Resu
     use std::io::{Error, ErrorKind};
     use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
     let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
-    let kind = file.metadata()?.file_type();
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
     if !kind.is_file() {
         let (error, it) = match () {
             () if kind.is_dir() => (ErrorKind::IsADirectory, "a directory"),
@@ -50,10 +51,15 @@ pub(crate) fn read_regular(path: &Path, max: usize, what: &str) -> std::io::Resu
         };
         return Err(Error::new(error, format!("it is {it}, not a regular file")));
     }
-    let mut bytes = Vec::new();
+    // Sized as the file says, as `fs::read` does: a system store is hundreds of files.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(max).min(max) + 1);
     file.take(max as u64 + 1).read_to_end(&mut bytes)?;
     if bytes.len() > max {
-        let size = if max % (1 << 20) == 0 { format!("{} MiB", max >> 20) } else { format!("{} KiB", max >> 10) };
+        let size = match max {
+            _ if max % (1 << 20) == 0 => format!("{} MiB", max >> 20),
+            _ if max % (1 << 10) == 0 => format!("{} KiB", max >> 10),
+            _ => format!("{max} bytes"),
+        };
         return Err(Error::new(
             ErrorKind::FileTooLarge,
             format!("it holds more than {size}, the most {what} may hold"),
@@ -218,6 +224,32 @@ mod tests {
         assert_eq!(scrub(&format!("echo {secret}")), "echo [header value redacted]");
         let short = value("yes").unwrap();
         assert_eq!(scrub(&format!("echo {short}")), "echo yes", "too short to be a secret, kept");
+    }
+
+    #[test]
+    fn only_a_regular_file_is_read_and_only_up_to_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        let e = read_regular(&fifo, 10, "x").unwrap_err();
+        assert!(e.to_string().contains("a named pipe (FIFO), not a regular file"), "{e}");
+        let e = read_regular(Path::new("/dev/zero"), 10, "x").unwrap_err();
+        assert!(e.to_string().contains("a device"), "{e}");
+        assert_eq!(read_regular(dir.path(), 10, "x").unwrap_err().kind(), std::io::ErrorKind::IsADirectory);
+        let file = dir.path().join("f");
+        std::fs::write(&file, "0123456789").unwrap();
+        assert_eq!(read_regular(&file, 10, "x").unwrap(), b"0123456789");
+        let e = read_regular(&file, 9, "a thing").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge);
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read_regular(&link, 10, "x").unwrap(), b"0123456789", "a link to a regular file is one");
+        assert!(read_regular(&file, 8 << 10, "x").is_ok());
+        assert_eq!(
+            read_regular(&file, 5, "x").unwrap_err().to_string(),
+            "it holds more than 5 bytes, the most x may hold"
+        );
     }
 
     #[test]

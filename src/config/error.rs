@@ -189,8 +189,7 @@ impl fmt::Display for ConfigError {
             },
             ConfigError::NotUtf8 { name } => write!(
                 f,
-                "{name} is set to bytes that are not UTF-8 text, which the gate cannot read and will not take for \
-                 unset; set it in UTF-8, or unset it"
+                "{name} holds bytes that are not UTF-8, which are not taken for unset; set it in UTF-8 or unset it"
             ),
             ConfigError::NoCommand { empty_word } => write!(
                 f,
@@ -227,9 +226,8 @@ impl Shown<'_> {
             None => "nothing",
         };
         format!(
-            "a value of {} characters starting with {first}, not shown: it does not look like a path, and a path to a \
-             file holding {} was expected, not the secret itself",
-            self.0.chars().count(),
+            "not shown: {} characters, starting with {first}; a path to a file holding {} was expected",
+            self.0.len(),
             self.1
         )
     }
@@ -278,13 +276,16 @@ mod tests {
             problem: TokenProblem::Empty,
         };
         let shown = e.to_string();
-        assert!(!shown.contains("eyJ") && shown.contains("49 characters starting with a letter"), "{shown}");
+        assert!(!shown.contains("eyJ") && shown.contains("49 characters, starting with a letter"), "{shown}");
         assert!(shown.contains("a path to a file holding the token"), "{shown}");
         let e = ConfigError::HeaderName {
             source: Source::Flag(Id::HeaderFile),
             value: "X-Key=hunter2-but-longer".to_string(),
             problem: HeaderNameProblem::Repeated,
         };
-        assert!(!e.to_string().contains("hunter2") && e.to_string().contains("'X-Key=<a value of 18"), "{e}");
+        assert!(
+            !e.to_string().contains("hunter2") && e.to_string().contains("'X-Key=<not shown: 18 characters"),
+            "{e}"
+        );
     }
 }
