@@ -56,8 +56,8 @@ pub(crate) fn read_regular(path: &Path, max: usize, what: &str) -> std::io::Resu
     file.take(max as u64 + 1).read_to_end(&mut bytes)?;
     if bytes.len() > max {
         let size = match max {
-            _ if max % (1 << 20) == 0 => format!("{} MiB", max >> 20),
-            _ if max % (1 << 10) == 0 => format!("{} KiB", max >> 10),
+            _ if max.is_multiple_of(1 << 20) => format!("{} MiB", max >> 20),
+            _ if max.is_multiple_of(1 << 10) => format!("{} KiB", max >> 10),
             _ => format!("{max} bytes"),
         };
         return Err(Error::new(

@@ -208,8 +208,8 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// A value given where a path to a secret's file belongs, as an error shows it: in full if it
-/// looks like a path, else only its length and first character's kind. Whoever sets
-/// `WAIT_FOR_IDP_TOKEN_FILE` to the token itself must not find it in the pod's log.
+/// looks like a path, else only its length and first character's kind. Whoever sets the
+/// token file's variable to the token itself must not find it in the pod's log.
 struct Shown<'a>(&'a str, &'static str);
 
 impl Shown<'_> {

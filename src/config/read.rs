@@ -18,7 +18,7 @@ use std::time::Duration;
 /// the variables set (all of them: for the unknown-name check, and to look up only those set).
 ///
 /// A variable the gate reads whose value is not UTF-8 is an error naming it, whatever else is
-/// wrong: taken for unset, a garbled `WAIT_FOR_IDP_FAIL_CLOSED` would fail open. Only the
+/// wrong: taken for unset, a garbled `--fail-closed` variable would fail open. Only the
 /// variables the gate asks for are looked at (its own, oauth2-proxy's it reads, Go's proxy and
 /// trust variables); the rest of the environment is none of its business.
 pub(crate) fn load(
