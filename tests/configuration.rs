@@ -406,7 +406,7 @@ fn a_variable_or_an_argument_that_is_not_utf8_is_refused_naming_it() {
         }
         let r = run(cmd);
         assert_exit(&r, 2);
-        assert_logged(&r, &[&format!("{name} holds bytes that are not UTF-8")]);
+        assert_logged(&r, &[&format!("{name} is not UTF-8 (and so not taken for unset)")]);
     }
     let mut cmd = gate();
     cmd.env("SOMETHING_ELSE", garbled).args(["--issuer", "https://sso.example.com", "--dry-run", "--", "echo"]);

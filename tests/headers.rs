@@ -237,12 +237,12 @@ fn a_token_or_header_file_that_is_not_a_regular_file_or_too_large_is_refused() {
     assert!(made.success());
     let fifo_at = fifo.display().to_string();
     let cases = [
-        (
-            vec!["--token-file".to_string(), fifo_at.clone()],
-            vec![fifo_at.as_str(), "a named pipe (FIFO), not a regular file"],
-        ),
+        (vec!["--token-file".to_string(), fifo_at.clone()], vec![fifo_at.as_str(), "a FIFO, not a regular file"]),
         (vec!["--header-file".to_string(), format!("X-Key={fifo_at}")], vec![fifo_at.as_str(), "not a regular file"]),
-        (vec!["--token-file".to_string(), "/dev/zero".to_string()], vec!["/dev/zero", "a device, not a regular file"]),
+        (
+            vec!["--token-file".to_string(), "/dev/zero".to_string()],
+            vec!["/dev/zero", "a device or socket, not a regular file"],
+        ),
     ];
     for (args, phrases) in &cases {
         let mut cmd = gate();
@@ -257,7 +257,7 @@ fn a_token_or_header_file_that_is_not_a_regular_file_or_too_large_is_refused() {
     cmd.args(["--issuer", "https://sso.example.com", "--dry-run", "--token-file"]).arg(&big);
     let r = run(cmd);
     assert_exit(&r, 2);
-    assert_logged(&r, &["more than 8 KiB, the most a token file may hold"]);
+    assert_logged(&r, &["over 8 KiB, the most for a token file"]);
 
     // Kubernetes: token -> ..data/token -> ..2026_12_01/token.
     std::fs::create_dir(ca.path("..2026_12_01")).unwrap();

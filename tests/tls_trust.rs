@@ -376,7 +376,9 @@ fn a_ca_file_or_trust_entry_that_is_not_a_regular_file_is_refused_or_skipped() {
     let fifo = ca.path("fifo.pem");
     assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
     let fifo_at = fifo.display().to_string();
-    for (path, why) in [(fifo_at.as_str(), "a named pipe (FIFO), not a regular file"), ("/dev/zero", "a device")] {
+    for (path, why) in
+        [(fifo_at.as_str(), "a FIFO, not a regular file"), ("/dev/zero", "a device or socket, not a regular file")]
+    {
         let mut cmd = gate();
         cmd.args(["--issuer", &iss, "--dry-run", "--ca-file", path]);
         let r = run_with_limit(cmd, Duration::from_secs(20));
@@ -387,8 +389,8 @@ fn a_ca_file_or_trust_entry_that_is_not_a_regular_file_is_refused_or_skipped() {
     cmd.args(["--issuer", &iss, "--once"]).env("SSL_CERT_DIR", ca.dir.path()).env("SSL_CERT_FILE", &fifo);
     let r = run_with_limit(cmd, Duration::from_secs(20));
     assert_exit(&r, 0);
-    assert_logged(&r, &[&format!("SSL_CERT_FILE: '{fifo_at}' cannot be read (it is a named pipe (FIFO)")]);
-    assert_logged(&r, &[&format!("SSL_CERT_DIR: '{fifo_at}' cannot be read (it is a named pipe (FIFO)")]);
+    assert_logged(&r, &[&format!("SSL_CERT_FILE: '{fifo_at}' cannot be read (it is a FIFO, not a regular file)")]);
+    assert_logged(&r, &[&format!("SSL_CERT_DIR: '{fifo_at}' cannot be read (it is a FIFO, not a regular file)")]);
 }
 
 /// A CA file is read up to 16 MiB (a bundle of every root there is holds about 220 KB), and
@@ -403,5 +405,5 @@ fn a_ca_file_beyond_the_bound_is_refused_naming_it() {
     cmd.args(["--issuer", "https://sso.example.com", "--dry-run", "--ca-file"]).arg(&big);
     let r = run(cmd);
     assert_exit(&r, 2);
-    assert_logged(&r, &["more than 16 MiB, the most a file of CA certificates may hold"]);
+    assert_logged(&r, &["over 16 MiB, the most for a file of CA certificates"]);
 }

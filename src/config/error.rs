@@ -187,10 +187,9 @@ impl fmt::Display for ConfigError {
                 Some(s) => write!(f, "{name} is not a variable wait-for-idp reads; did you mean {s}?"),
                 None => write!(f, "{name} is not a variable wait-for-idp reads; see --help for the list"),
             },
-            ConfigError::NotUtf8 { name } => write!(
-                f,
-                "{name} holds bytes that are not UTF-8, which are not taken for unset; set it in UTF-8 or unset it"
-            ),
+            ConfigError::NotUtf8 { name } => {
+                write!(f, "{name} is not UTF-8 (and so not taken for unset); set it in UTF-8 or unset it")
+            }
             ConfigError::NoCommand { empty_word } => write!(
                 f,
                 "{}: name the command to run after the wait (wait-for-idp --issuer URL -- COMMAND [ARGS...]), \
