@@ -55,7 +55,7 @@ fn run() -> ExitCode {
             return ExitCode::of_clap(&e);
         }
     };
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| std::env::var_os(name);
     let names: Vec<String> = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).collect();
     let Loaded { config, mode, notices } = match config::load(&given, &env, &names) {
         Ok(loaded) => loaded,

@@ -36,6 +36,39 @@ pub(crate) const SCRUBBED_VALUE_MIN: usize = 8;
 /// The longest header value read: servers refuse a request whose fields pass 8 KiB (431).
 pub(crate) const HEADER_VALUE_MAX: usize = 8 * 1024;
 
+/// The longest token file read, for the same reason (a projected service-account token has one
+/// or two KiB): `/dev/zero` or a wrong file must not be read until memory runs out.
+pub(crate) const TOKEN_MAX: usize = 8 * 1024;
+
+/// Reads a file of at most `max` bytes, `what` naming it in the error. What is not a regular
+/// file once symbolic links are followed (Kubernetes mounts Secrets and ConfigMaps as links) is
+/// refused: a FIFO would block the gate for ever, before its deadline starts, and a device has
+/// no end. The file is opened non-blocking and checked on the open descriptor, so that not even
+/// a race with whoever replaces it can block; a regular file reads the same either way.
+pub(crate) fn read_regular(path: &Path, max: usize, what: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let (error, it) = match () {
+            () if kind.is_dir() => (ErrorKind::IsADirectory, "it is a directory"),
+            () if kind.is_fifo() => (ErrorKind::InvalidInput, "it is a FIFO, not a regular file"),
+            () => (ErrorKind::InvalidInput, "it is a device or socket, not a regular file"),
+        };
+        return Err(Error::new(error, it));
+    }
+    // Sized as the file says, as `fs::read` does: a system store is hundreds of files.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(max).min(max) + 1);
+    file.take(max as u64 + 1).read_to_end(&mut bytes)?;
+    if bytes.len() > max {
+        let (size, unit) = if max >= 1 << 20 { (max >> 20, "MiB") } else { (max >> 10, "KiB") };
+        return Err(Error::new(ErrorKind::FileTooLarge, format!("it holds over {size} {unit}, the most for {what}")));
+    }
+    Ok(bytes)
+}
+
 /// Why a token file cannot be used.
 #[derive(Debug)]
 pub(crate) enum TokenProblem {
@@ -60,7 +93,8 @@ impl fmt::Display for TokenProblem {
 
 /// The token in `path`, without surrounding white space.
 pub(crate) fn read(path: &Path) -> Result<String, TokenProblem> {
-    let text = std::fs::read_to_string(path).map_err(TokenProblem::Unreadable)?;
+    let bytes = read_regular(path, TOKEN_MAX, "a token file").map_err(TokenProblem::Unreadable)?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| TokenProblem::NotOneToken)?;
     let token = text.trim();
     if token.is_empty() {
         return Err(TokenProblem::Empty);
@@ -121,10 +155,11 @@ impl fmt::Display for HeaderValueProblem {
 /// spaces and tabs allowed inside (RFC 9110 §5.5, without obs-text). A line break inside could
 /// only be a mistake or an attempt to add a field of its own.
 pub(crate) fn read_header_value(path: &Path) -> Result<String, HeaderValueProblem> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(HEADER_VALUE_MAX as u64 + 1024).read_to_end(&mut bytes))
-        .map_err(HeaderValueProblem::Unreadable)?;
+    // White space around the value is not counted; a file with more than that much is too long.
+    let bytes = match read_regular(path, HEADER_VALUE_MAX + 1024, "a header file") {
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => return Err(HeaderValueProblem::TooLong),
+        read => read.map_err(HeaderValueProblem::Unreadable)?,
+    };
     let text = std::str::from_utf8(&bytes).map_err(|_| HeaderValueProblem::NotOneLine)?;
     let value = text.trim();
     if value.is_empty() {
@@ -215,6 +250,32 @@ mod tests {
         assert_eq!(scrub(&format!("echo {secret}")), "echo [header value redacted]");
         let short = value("yes").unwrap();
         assert_eq!(scrub(&format!("echo {short}")), "echo yes", "too short to be a secret, kept");
+    }
+
+    #[test]
+    fn only_a_regular_file_is_read_and_only_up_to_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        let e = read_regular(&fifo, 10, "x").unwrap_err();
+        assert!(e.to_string().contains("a FIFO, not a regular file"), "{e}");
+        let e = read_regular(Path::new("/dev/zero"), 10, "x").unwrap_err();
+        assert!(e.to_string().contains("a device"), "{e}");
+        assert_eq!(read_regular(dir.path(), 10, "x").unwrap_err().kind(), std::io::ErrorKind::IsADirectory);
+        let file = dir.path().join("f");
+        std::fs::write(&file, "0123456789").unwrap();
+        assert_eq!(read_regular(&file, 10, "x").unwrap(), b"0123456789");
+        let e = read_regular(&file, 9, "a thing").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge);
+        std::fs::write(&file, [b'x'; 1025]).unwrap();
+        let e = read_regular(&file, 1024, "x").unwrap_err();
+        assert_eq!(e.to_string(), "it holds over 1 KiB, the most for x");
+        std::fs::write(&file, "0123456789").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read_regular(&link, 10, "x").unwrap(), b"0123456789", "a link to a regular file is one");
+        assert!(read_regular(&file, 8 << 10, "x").is_ok());
     }
 
     #[test]

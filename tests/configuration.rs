@@ -388,3 +388,58 @@ fn a_near_miss_is_named_among_thousands_of_service_links() {
         assert!(!r.log().contains("SVC"), "no service link is taken for a near miss: {}", r.log());
     }
 }
+
+/// A value that is not UTF-8, in a variable the gate reads, is exit 2 naming it: taken for unset,
+/// a garbled `WAIT_FOR_IDP_FAIL_CLOSED` failed open and `--dry-run` called the configuration
+/// valid. The same for an argument, named by its position and flag. A variable the gate does not
+/// read, and the command's own words after `--`, may hold any bytes.
+#[test]
+fn a_variable_or_an_argument_that_is_not_utf8_is_refused_naming_it() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let garbled = std::ffi::OsStr::from_bytes(b"tr\xffue");
+    for name in ["WAIT_FOR_IDP_FAIL_CLOSED", "WAIT_FOR_IDP_ISSUER", "OAUTH2_PROXY_OIDC_ISSUER_URL", "HTTPS_PROXY"] {
+        // Each read as the gate reads it: the issuer's variables when no flag gives one.
+        let mut cmd = gate();
+        cmd.env(name, garbled).arg("--dry-run");
+        if !name.contains("ISSUER") {
+            cmd.args(["--issuer", "https://sso.example.com"]);
+        }
+        let r = run(cmd);
+        assert_exit(&r, 2);
+        assert_logged(&r, &[&format!("{name} is not UTF-8 (and so not taken for unset)")]);
+    }
+    let mut cmd = gate();
+    cmd.env("SOMETHING_ELSE", garbled).args(["--issuer", "https://sso.example.com", "--dry-run", "--", "echo"]);
+    cmd.arg(garbled);
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    let mut cmd = gate();
+    cmd.args(["--dry-run", "--issuer"]).arg(std::ffi::OsStr::from_bytes(b"https://sso\xff.example.com"));
+    let r = run(cmd);
+    assert_exit(&r, 2);
+    assert_logged(&r, &["argument 3 (the value of --issuer) is not UTF-8"]);
+}
+
+/// A secret set where the path to its file belongs is not printed by the error that the file
+/// cannot be read: its length and first character only, and what was expected.
+#[test]
+fn a_secret_given_for_its_path_is_not_printed() {
+    let jwt = "eyJhbGciOiJSUzI1NiIsImtpZCI6InRlc3QifQ.eyJzdWIiOiJzeXN0ZW06c2EifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ";
+    let mut cmd = gate();
+    cmd.env("WAIT_FOR_IDP_TOKEN_FILE", jwt).args(["--issuer", "https://sso.example.com", "--dry-run"]);
+    let r = run(cmd);
+    assert_exit(&r, 2);
+    assert_logged(&r, &["WAIT_FOR_IDP_TOKEN_FILE", "a path to a file holding the token was expected"]);
+    assert!(!r.log().contains("eyJ") && !r.log().contains("c2lnbmF0dXJl"), "{}", r.log());
+    let mut cmd = gate();
+    cmd.args([
+        "--issuer",
+        "https://sso.example.com",
+        "--dry-run",
+        "--header-file",
+        "X-Api-Key=0123456789abcdef0123456789abcdef",
+    ]);
+    let r = run(cmd);
+    assert_exit(&r, 2);
+    assert!(!r.log().contains("0123456789abcdef"), "{}", r.log());
+}

@@ -307,3 +307,48 @@ fn assert_no_form_printed(ca: &TestCa, iss: &str, args: &[String], name: &str, e
     }
     assert!(r.log().contains("[header value redacted]"), "{name}: {}", r.log());
 }
+
+/// A token or header file that is a FIFO blocked the gate for ever, before its deadline started,
+/// even under `--dry-run`; `/dev/zero` was read until memory ran out. What is not a regular file
+/// is refused, naming it, and a file is read up to a bound the error names. A symbolic link to a
+/// regular file (how Kubernetes mounts a Secret) is still read.
+#[test]
+fn a_token_or_header_file_that_is_not_a_regular_file_or_too_large_is_refused() {
+    let ca = TestCa::new();
+    let fifo = ca.path("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let fifo_at = fifo.display().to_string();
+    let cases = [
+        (vec!["--token-file".to_string(), fifo_at.clone()], vec![fifo_at.as_str(), "a FIFO, not a regular file"]),
+        (vec!["--header-file".to_string(), format!("X-Key={fifo_at}")], vec![fifo_at.as_str(), "not a regular file"]),
+        (
+            vec!["--token-file".to_string(), "/dev/zero".to_string()],
+            vec!["/dev/zero", "a device or socket, not a regular file"],
+        ),
+    ];
+    for (args, phrases) in &cases {
+        let mut cmd = gate();
+        cmd.args(["--issuer", "https://sso.example.com", "--dry-run"]).args(args);
+        let r = run_with_limit(cmd, Duration::from_secs(20));
+        assert_exit(&r, 2);
+        assert_logged(&r, phrases);
+    }
+    let big = ca.path("big-token");
+    std::fs::write(&big, "x".repeat(9 * 1024)).unwrap();
+    let mut cmd = gate();
+    cmd.args(["--issuer", "https://sso.example.com", "--dry-run", "--token-file"]).arg(&big);
+    let r = run(cmd);
+    assert_exit(&r, 2);
+    assert_logged(&r, &["over 8 KiB, the most for a token file"]);
+
+    // Kubernetes: token -> ..data/token -> ..2026_12_01/token.
+    std::fs::create_dir(ca.path("..2026_12_01")).unwrap();
+    std::fs::write(ca.path("..2026_12_01/token"), "a-token").unwrap();
+    std::os::unix::fs::symlink("..2026_12_01", ca.path("..data")).unwrap();
+    std::os::unix::fs::symlink("..data/token", ca.path("token")).unwrap();
+    let mut cmd = gate();
+    cmd.args(["--issuer", "https://sso.example.com", "--dry-run", "--token-file"]).arg(ca.path("token"));
+    cmd.arg("--header-file").arg(format!("X-Key={}", ca.path("token").display()));
+    assert_exit(&run(cmd), 0);
+}

@@ -364,3 +364,46 @@ fn accepted_port(stdout: std::process::ChildStdout) -> u16 {
         .expect("openssl s_server says where it listens");
     line.rsplit(':').next().unwrap().parse().unwrap()
 }
+
+/// A CA file that is a FIFO blocked the gate for ever, before its deadline started; one that
+/// never ends was read until memory ran out. `--ca-file` is exit 2 naming the file and the
+/// bound; Go's `SSL_CERT_FILE` and an entry of `SSL_CERT_DIR` are skipped with a warning, as Go
+/// skips what it cannot read, and the rest of the directory is still trusted.
+#[test]
+fn a_ca_file_or_trust_entry_that_is_not_a_regular_file_is_refused_or_skipped() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    let fifo = ca.path("fifo.pem");
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    let fifo_at = fifo.display().to_string();
+    for (path, why) in
+        [(fifo_at.as_str(), "a FIFO, not a regular file"), ("/dev/zero", "a device or socket, not a regular file")]
+    {
+        let mut cmd = gate();
+        cmd.args(["--issuer", &iss, "--dry-run", "--ca-file", path]);
+        let r = run_with_limit(cmd, Duration::from_secs(20));
+        assert_exit(&r, 2);
+        assert_logged(&r, &["--ca-file", path, why]);
+    }
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--once"]).env("SSL_CERT_DIR", ca.dir.path()).env("SSL_CERT_FILE", &fifo);
+    let r = run_with_limit(cmd, Duration::from_secs(20));
+    assert_exit(&r, 0);
+    assert_logged(&r, &[&format!("SSL_CERT_FILE: '{fifo_at}' cannot be read (it is a FIFO, not a regular file)")]);
+    assert_logged(&r, &[&format!("SSL_CERT_DIR: '{fifo_at}' cannot be read (it is a FIFO, not a regular file)")]);
+}
+
+/// A CA file is read up to 16 MiB (a bundle of every root there is holds about 220 KB), and
+/// the error names that bound.
+#[test]
+fn a_ca_file_beyond_the_bound_is_refused_naming_it() {
+    let ca = TestCa::new();
+    let big = ca.path("big.pem");
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(16 * 1024 * 1024 + 1).unwrap();
+    let mut cmd = gate();
+    cmd.args(["--issuer", "https://sso.example.com", "--dry-run", "--ca-file"]).arg(&big);
+    let r = run(cmd);
+    assert_exit(&r, 2);
+    assert_logged(&r, &["over 16 MiB, the most for a file of CA certificates"]);
+}

@@ -67,6 +67,10 @@ pub(crate) enum ConfigError {
         name: String,
         suggestion: Option<&'static str>,
     },
+    /// A variable the gate reads holds bytes that are not UTF-8.
+    NotUtf8 {
+        name: String,
+    },
     /// `--` with no command after it, or an empty word as the command (`-- ""`, a value a
     /// template rendered empty).
     NoCommand {
@@ -137,24 +141,7 @@ impl fmt::Display for Conflict {
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ConfigError::MissingIssuer { empty_env, near_misses } => {
-                let issuer = Id::Issuer.setting();
-                f.write_str("no issuer given: ")?;
-                for (name, meant) in near_misses {
-                    write!(f, "{name} is set; did you mean {meant}? ")?;
-                }
-                write!(
-                    f,
-                    "{} --{} https://sso.example.com/realms/NAME or set {} (or oauth2-proxy's {}), or \
-                     {} for a protected resource{}",
-                    if near_misses.is_empty() { "pass" } else { "Else pass" },
-                    issuer.flag,
-                    issuer.env.unwrap_or_default(),
-                    issuer.fallback.unwrap_or_default(),
-                    Id::Resource.flag(),
-                    if *empty_env { " (it is set but empty)" } else { "" }
-                )
-            }
+            ConfigError::MissingIssuer { empty_env, near_misses } => missing_issuer(f, *empty_env, near_misses),
             ConfigError::DiscoveryUrlAsIssuer { source, value, issuer } => write!(
                 f,
                 "{source}: '{}' is the discovery URL, not the issuer: give the part before /.well-known/, '{}', \
@@ -184,10 +171,15 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::ConnectTo { source, value, problem } => write!(f, "{source}: '{value}' {problem}"),
             ConfigError::CaFile { source, path, problem } => write!(f, "{source}: CA file '{path}' {problem}"),
-            ConfigError::TokenFile { source, path, problem } => write!(f, "{source}: token file '{path}' {problem}"),
-            ConfigError::HeaderName { source, value, problem } => write!(f, "{source}: '{value}' {problem}"),
+            ConfigError::TokenFile { source, path, problem } => {
+                write!(f, "{source}: token file {} {problem}", Shown(path, "the token"))
+            }
+            ConfigError::HeaderName { source, value, problem } => match value.split_once('=') {
+                Some((name, path)) => write!(f, "{source}: '{name}={}' {problem}", Shown(path, "its value").bare()),
+                None => write!(f, "{source}: {} {problem}", Shown(value, "its value")),
+            },
             ConfigError::HeaderFile { source, name, path, problem } => {
-                write!(f, "{source}: header file '{path}' (for {name}) {problem}")
+                write!(f, "{source}: header file {} (for {name}) {problem}", Shown(path, "the header's value"))
             }
             ConfigError::Conflict(conflict) => write!(f, "{conflict}"),
             ConfigError::CannotListen { source, addr, error } => write!(
@@ -199,6 +191,9 @@ impl fmt::Display for ConfigError {
                 Some(s) => write!(f, "{name} is not a variable wait-for-idp reads; did you mean {s}?"),
                 None => write!(f, "{name} is not a variable wait-for-idp reads; see --help for the list"),
             },
+            ConfigError::NotUtf8 { name } => {
+                write!(f, "{name} is not UTF-8 (and so not taken for unset); set it in UTF-8 or unset it")
+            }
             ConfigError::NoCommand { empty_word } => write!(
                 f,
                 "{}: name the command to run after the wait (wait-for-idp --issuer URL -- COMMAND [ARGS...]), \
@@ -214,3 +209,106 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// No issuer: the near misses among the variables set, then what to pass.
+fn missing_issuer(f: &mut fmt::Formatter<'_>, empty_env: bool, near_misses: &[(String, &'static str)]) -> fmt::Result {
+    let issuer = Id::Issuer.setting();
+    f.write_str("no issuer given: ")?;
+    for (name, meant) in near_misses {
+        write!(f, "{name} is set; did you mean {meant}? ")?;
+    }
+    write!(
+        f,
+        "{} --{} https://sso.example.com/realms/NAME or set {} (or oauth2-proxy's {}), or \
+             {} for a protected resource{}",
+        if near_misses.is_empty() { "pass" } else { "Else pass" },
+        issuer.flag,
+        issuer.env.unwrap_or_default(),
+        issuer.fallback.unwrap_or_default(),
+        Id::Resource.flag(),
+        if empty_env { " (it is set but empty)" } else { "" }
+    )
+}
+
+/// A value given where a path to a secret's file belongs, as an error shows it: in full if it
+/// looks like a path, else only its length and first character's kind. Whoever sets the
+/// token file's variable to the token itself must not find it in the pod's log.
+struct Shown<'a>(&'a str, &'static str);
+
+impl Shown<'_> {
+    /// A path, as a bit of a larger quoted value (no quotes of its own).
+    fn bare(&self) -> String {
+        if looks_like_path(self.0) { self.0.to_string() } else { format!("<{}>", self.hint()) }
+    }
+
+    fn hint(&self) -> String {
+        let first = match self.0.chars().next() {
+            Some(c) if c.is_ascii_alphabetic() => "a letter",
+            Some(c) if c.is_ascii_digit() => "a digit",
+            Some(_) => "a symbol",
+            None => "nothing",
+        };
+        format!(
+            "not shown: {} characters, starting with {first}; a path to a file holding {} was expected",
+            self.0.len(),
+            self.1
+        )
+    }
+}
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if looks_like_path(self.0) { write!(f, "'{}'", self.0) } else { write!(f, "({})", self.hint()) }
+    }
+}
+
+/// Whether a value looks like a path rather than a secret: a `/` or a `.` in it, no white space,
+/// not a JWT (`eyJ`: a JSON header in base64url), and no run of 32 characters of a token's
+/// alphabet (file names are words; tokens and keys are long runs of random characters).
+fn looks_like_path(value: &str) -> bool {
+    let token_char = |c: char| c.is_ascii_alphanumeric() || "-_+=".contains(c);
+    let longest_run = value.split(|c| !token_char(c)).map(str::len).max().unwrap_or(0);
+    (value.contains('/') || value.contains('.'))
+        && !value.starts_with("eyJ")
+        && longest_run < 32
+        && !value.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_given_for_its_path_is_not_shown() {
+        for path in ["/var/run/secrets/kubernetes.io/serviceaccount/token", "token.txt", "./t", "/secrets/cf/id"] {
+            assert!(looks_like_path(path), "{path}");
+        }
+        let jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl";
+        for secret in [
+            jwt,
+            "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+            "hunter2",
+            "Bearer abc.def",
+            "s3cr3t/V4lu3+AAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        ] {
+            assert!(!looks_like_path(secret), "{secret}");
+        }
+        let e = ConfigError::TokenFile {
+            source: Source::Env("WAIT_FOR_IDP_TOKEN_FILE"),
+            path: jwt.to_string(),
+            problem: TokenProblem::Empty,
+        };
+        let shown = e.to_string();
+        assert!(!shown.contains("eyJ") && shown.contains("49 characters, starting with a letter"), "{shown}");
+        assert!(shown.contains("a path to a file holding the token"), "{shown}");
+        let e = ConfigError::HeaderName {
+            source: Source::Flag(Id::HeaderFile),
+            value: "X-Key=hunter2-but-longer".to_string(),
+            problem: HeaderNameProblem::Repeated,
+        };
+        assert!(
+            !e.to_string().contains("hunter2") && e.to_string().contains("'X-Key=<not shown: 18 characters"),
+            "{e}"
+        );
+    }
+}

@@ -84,9 +84,19 @@ pub(crate) fn certificate_digest(bytes: &[u8]) -> [u8; 32] {
     digest.as_ref().try_into().unwrap_or_default()
 }
 
+/// The largest CA file or `SSL_CERT_FILE` read. Go reads any size, but a bundle of every root
+/// there is (Debian's `ca-certificates.crt`, ~220 KB) fits seventy times over, and `/dev/zero`
+/// or a wrong file must not be read until memory runs out.
+pub(crate) const CA_FILE_MAX: usize = 16 << 20;
+
+/// A file of certificates, bounded, and never a FIFO or a device.
+fn read_pem_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    crate::token::read_regular(path, CA_FILE_MAX, "a file of CA certificates")
+}
+
 /// Reads and checks one PEM file of CA certificates into `into`: how many it holds.
 fn load_ca_certs(path: &str, into: &mut Anchors) -> Result<usize, CaFileProblem> {
-    let bytes = std::fs::read(path).map_err(CaFileProblem::Unreadable)?;
+    let bytes = read_pem_file(Path::new(path)).map_err(CaFileProblem::Unreadable)?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(CaFileProblem::Empty);
     }
@@ -110,7 +120,7 @@ fn load_ca_certs(path: &str, into: &mut Anchors) -> Result<usize, CaFileProblem>
 /// takes them: whatever else it holds (keys, prose, DER) is skipped without a word. Each one's
 /// text digest goes to `found` (what one source holds, each certificate once).
 pub(super) fn lenient_anchors(path: &Path, into: &mut Anchors, found: &mut HashSet<[u8; 32]>) -> std::io::Result<()> {
-    let bytes = std::fs::read(path)?;
+    let bytes = read_pem_file(path)?;
     found.extend(pem_bodies(&bytes).filter_map(|body| into.add_pem(body)));
     Ok(())
 }
@@ -190,21 +200,28 @@ fn base64(text: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Every file of a directory, not recursive, as Go reads an `SSL_CERT_DIR` entry: what cannot be
-/// read (a subdirectory, a file without permission) is skipped, and so is a symbolic link to a
-/// name in the same directory (a hash link such as `5ad8a5d6.0`: a second copy of a file read
-/// anyway), without reading it. How many certificates it holds, each once (Debian's
-/// `/etc/ssl/certs` holds them all once more in its bundle).
-pub(super) fn directory_anchors(dir: &Path, into: &mut Anchors) -> std::io::Result<usize> {
-    let mut found = HashSet::new();
+/// read is skipped, and so is a symbolic link to a name in the same directory (a hash link such
+/// as `5ad8a5d6.0`: a second copy of a file read anyway), without reading it. How many
+/// certificates it holds, each once (Debian's `/etc/ssl/certs` holds them all once more in its
+/// bundle), and the entries skipped with why, to be said: a subdirectory alone is skipped without
+/// a word (Debian's holds `java/`). Where Go would block on a FIFO, it is skipped too.
+pub(super) fn directory_anchors(
+    dir: &Path,
+    into: &mut Anchors,
+) -> std::io::Result<(usize, Vec<(std::path::PathBuf, std::io::Error)>)> {
+    let (mut found, mut skipped) = (HashSet::new(), Vec::new());
     for entry in std::fs::read_dir(dir)?.flatten() {
         let path = entry.path();
         let link = entry.file_type().is_ok_and(|t| t.is_symlink());
         if link && std::fs::read_link(&path).is_ok_and(|to| to.components().count() == 1) {
             continue;
         }
-        let _unreadable_is_skipped = lenient_anchors(&path, into, &mut found);
+        match lenient_anchors(&path, into, &mut found) {
+            Err(e) if e.kind() != std::io::ErrorKind::IsADirectory => skipped.push((path, e)),
+            _ => {}
+        }
     }
-    Ok(found.len())
+    Ok((found.len(), skipped))
 }
 
 /// Every certificate of one CA file, added to `into`: how many it holds.

@@ -1,5 +1,6 @@
 //! The one pass from the command line and the environment to a [`Loaded`] configuration.
 
+use super::environment::Environment;
 use super::inputs::{Inputs, Sourced};
 use super::{
     Checks, Config, ConfigError, Conflict, ConnectTo, Loaded, Network, Notice, Output, ProxySettings, Raw, RunMode,
@@ -9,22 +10,32 @@ use crate::rules::authorization_server::{MetadataKind, Rules};
 use crate::settings::{self, Given, Id, Then, ThenCommand};
 use crate::url;
 use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Builds the configuration from the parsed command line, an environment lookup and the names of
 /// the variables set (all of them: for the unknown-name check, and to look up only those set).
+///
+/// A variable the gate reads whose value is not UTF-8 is an error naming it, whatever else is
+/// wrong: taken for unset, a garbled `--fail-closed` variable would fail open. Only the
+/// variables the gate asks for are looked at (its own, oauth2-proxy's it reads, Go's proxy and
+/// trust variables); the rest of the environment is none of its business.
 pub(crate) fn load(
     given: &Given,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &dyn Fn(&str) -> Option<OsString>,
     names: &[String],
 ) -> Result<Loaded, ConfigError> {
-    // The gate asks for a hundred-odd variables, nearly all unset, and the C library finds each by
-    // scanning the whole environment: thousands of entries in a pod of a namespace with many
-    // Services. A name the environment surely lacks is answered here at once.
-    let held = Held::new(names);
-    let lookup = |name: &str| if held.may_hold(name) { env(name) } else { None };
-    let env: &dyn Fn(&str) -> Option<String> = &lookup;
+    let environment = Environment::new(env, names);
+    let loaded = load_from(given, &|name: &str| environment.get(name), names);
+    match environment.not_utf8() {
+        Some(name) => Err(ConfigError::NotUtf8 { name }),
+        None => loaded,
+    }
+}
+
+/// [`load`] with a lookup that answers a value that is not UTF-8 as unset, having noted it.
+fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[String]) -> Result<Loaded, ConfigError> {
     let inputs = Inputs::new(given, env);
     let mut notices = unknown_variables(names, !given.get(Id::DryRun).is_empty())?;
     let values = Values::read(&inputs, names, &mut notices)?;
@@ -50,45 +61,6 @@ pub(crate) fn load(
     });
     config.network.proxies.check_used(first.chain(config.checks.jwks_url.as_deref()))?;
     Ok(loaded)
-}
-
-/// The names an environment holds, as a Bloom filter: 16 KiB whatever its size (a set of 5,000
-/// names took ten times that, on top of the gate's 3 MiB). It can only be wrong by saying "maybe"
-/// of a name that is not there (about one in 200 at 5,000 names), and a "maybe" is then asked of
-/// the environment itself.
-struct Held {
-    bits: Vec<u64>,
-}
-
-impl Held {
-    const BITS: usize = 1 << 17;
-
-    fn new(names: &[String]) -> Held {
-        let mut bits = vec![0u64; Held::BITS / 64];
-        for name in names {
-            for i in Held::places(name) {
-                bits[i / 64] |= 1 << (i % 64);
-            }
-        }
-        Held { bits }
-    }
-
-    fn may_hold(&self, name: &str) -> bool {
-        Held::places(name).iter().all(|&i| self.bits[i / 64] >> (i % 64) & 1 == 1)
-    }
-
-    /// Two places for a name, from one hash of it taken eight bytes at a time.
-    fn places(name: &str) -> [usize; 2] {
-        let mut hash = name.len() as u64;
-        for chunk in name.as_bytes().chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            hash = (hash ^ u64::from_le_bytes(word)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            hash ^= hash >> 29;
-        }
-        let mask = Held::BITS as u64 - 1;
-        [(hash & mask) as usize, (hash >> 32 & mask) as usize]
-    }
 }
 
 /// A token or header file goes only where an `--issuer`'s metadata is fetched (and to
@@ -435,25 +407,4 @@ fn check_url(
         )));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod held {
-    use super::Held;
-
-    #[test]
-    fn every_name_held_is_found_and_few_others_are_taken_for_one() {
-        let names: Vec<String> = (0..5_000).map(|i| format!("SVC{i:04}_BACKEND_PORT_443_TCP_ADDR")).collect();
-        let held = Held::new(&names);
-        assert!(names.iter().all(|n| held.may_hold(n)));
-        let ours: Vec<String> = crate::settings::SETTINGS
-            .iter()
-            .flat_map(|s| s.env.into_iter().chain(s.fallback))
-            .map(String::from)
-            .chain((0..1_000).map(|i| format!("UNSET_{i}")))
-            .collect();
-        let maybe = ours.iter().filter(|n| held.may_hold(n)).count();
-        assert!(maybe * 50 < ours.len(), "{maybe} of {} unset names taken for held ones", ours.len());
-        assert!(!Held::new(&[]).may_hold(""));
-    }
 }

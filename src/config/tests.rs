@@ -7,7 +7,7 @@ fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Loaded, ConfigError> {
     let env: HashMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let given = Given::parse_from(std::iter::once("wait-for-idp").chain(args.iter().copied())).unwrap();
     let names: Vec<String> = env.keys().cloned().collect();
-    super::load(&given, &|k| env.get(k).cloned(), &names)
+    super::load(&given, &|k| env.get(k).map(std::ffi::OsString::from), &names)
 }
 
 fn build(args: &[&str], env: &[(&str, &str)]) -> Result<Config, ConfigError> {
@@ -360,4 +360,18 @@ fn credentials_with_only_resources_are_said_to_go_nowhere() {
     assert!(w.iter().any(|w| w.starts_with("--token-file will not be sent")), "{w:?}");
     let w = warnings(&["--issuer", "https://idp.example", "--token-file", token], &[]);
     assert!(!w.iter().any(|w| w.contains("will not be sent")), "{w:?}");
+}
+
+/// A variable read whose value is not UTF-8 is an error naming it, before whatever its absence
+/// would cause (here: no issuer); one not read is nobody's business.
+#[test]
+fn a_variable_read_that_is_not_utf8_is_named() {
+    use std::os::unix::ffi::OsStringExt as _;
+    let given = Given::parse_from(["wait-for-idp", "--dry-run"]).unwrap();
+    let names = vec!["WAIT_FOR_IDP_ISSUER".to_string(), "UNREAD".to_string()];
+    let env = |k: &str| names.iter().any(|n| n == k).then(|| std::ffi::OsString::from_vec(b"https://\xff".to_vec()));
+    let e = super::load(&given, &env, &names).unwrap_err();
+    assert!(matches!(&e, ConfigError::NotUtf8 { name } if name == "WAIT_FOR_IDP_ISSUER"), "{e}");
+    let given = Given::parse_from(["wait-for-idp", "--issuer", "https://h"]).unwrap();
+    assert!(super::load(&given, &env, &names).is_ok(), "the flag wins, the variable is not read");
 }

@@ -103,7 +103,12 @@ pub(super) fn load(inputs: &TrustInputs, notices: &mut Vec<Notice>) -> Result<Tr
     if let Some(raw) = dirs {
         for dir in raw.value.split(':').filter(|d| !d.is_empty()) {
             match files::directory_anchors(Path::new(dir), &mut trust.roots) {
-                Ok(n) => trust.sources.push((raw.source, dir.to_string(), n)),
+                Ok((n, unread)) => {
+                    for (path, e) in unread {
+                        skipped(raw, &path.display().to_string(), format!("cannot be read ({e})"));
+                    }
+                    trust.sources.push((raw.source, dir.to_string(), n));
+                }
                 Err(e) => skipped(raw, dir, format!("cannot be read as a directory ({e})")),
             }
         }

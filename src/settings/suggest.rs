@@ -91,6 +91,12 @@ pub(crate) fn near_misses(
 /// when oauth2-proxy's name or a variable's was typed), that no flag skips TLS checks, and that a
 /// boolean flag takes its value after `=`.
 pub(crate) fn explain(mut e: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
+    if e.kind() == ErrorKind::InvalidUtf8
+        && let Some(tip) = not_utf8(args)
+    {
+        e.insert(ContextKind::Suggested, ContextValue::StyledStrs(vec![StyledStr::from(tip)]));
+        return e;
+    }
     if e.kind() != ErrorKind::UnknownArgument {
         return e;
     }
@@ -116,6 +122,20 @@ pub(crate) fn explain(mut e: clap::Error, args: &[std::ffi::OsString]) -> clap::
         e.insert(ContextKind::Suggested, tip(format!("a boolean flag takes its value after '=': {flag}={typed}")));
     }
     e
+}
+
+/// Which argument is not UTF-8 (clap says only that one is): its position and the flag it is
+/// given to. The words after `--` are the command's, raw bytes allowed, and are not looked at.
+fn not_utf8(args: &[std::ffi::OsString]) -> Option<String> {
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let at = args[..end].iter().position(|a| a.to_str().is_none())?;
+    let arg = args[at].to_string_lossy();
+    let flag = match arg.split_once('=') {
+        Some((flag, _)) if flag.starts_with("--") => Some(flag.to_string()),
+        _ => args.get(at.wrapping_sub(1)).and_then(|a| a.to_str()).filter(|a| a.starts_with('-')).map(String::from),
+    };
+    let of = flag.map_or(String::new(), |flag| format!(" (the value of {flag})"));
+    Some(format!("argument {at}{of} is not UTF-8; give it in UTF-8"))
 }
 
 /// The flag an unknown one was meant to be: one of ours within two edits or that it begins
