@@ -446,3 +446,22 @@ fn the_longest_url_the_gate_accepts_is_sent_whole() {
     assert_exit(&r, 0);
     assert_eq!(p.paths(), [format!("{path}{WELL_KNOWN}")]);
 }
+
+/// Issue 26, section 1: `0.0.0.0` and `[::]` reach this host's own services (here a provider on
+/// 127.0.0.1 and on ::1, which the gate passes without the flag), and ToolHive refuses both: with
+/// `--refuse-private-addresses` the gate fails with class `private-address`, naming the range.
+#[test]
+fn unspecified_addresses_reach_this_host_and_are_refused_as_private() {
+    let ca = TestCa::new();
+    for (slot, host, address) in [(Reserved::new(), "0.0.0.0", "0.0.0.0"), (Reserved::v6(), "[::]", "::")] {
+        let iss = issuer_at(host, slot.port, "");
+        let _p = slot.listen(tls_mode(ca.leaf(&[address])), serve_at(WELL_KNOWN, discovery_doc(&iss)));
+        let r = run_args(gate_for(&ca, &iss), &["--once", "--output", "json"]);
+        assert_exit(&r, 0);
+        let r = run_args(gate_for(&ca, &iss), &["--once", "--output", "json", "--refuse-private-addresses"]);
+        assert_exit(&r, 1);
+        let failure = &r.json()["issuers"][0]["last_failure"];
+        assert_eq!(failure["class"], "private-address", "{host}: {failure}");
+        assert_logged(&r, &[&format!("{address}, an unspecified address")]);
+    }
+}

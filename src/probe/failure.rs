@@ -143,8 +143,9 @@ pub(super) fn refused_address(resolved: &[(String, Vec<IpAddr>)]) -> Option<Stri
     let (host, ip, range) = resolved
         .iter()
         .find_map(|(host, ips)| ips.iter().find_map(|ip| url::private_range(*ip).map(|r| (host, ip, r))))?;
+    let article = if range.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
     Some(format!(
-        "{host} resolves to {ip}, a {range} address: an SSRF-guarded client refuses it (ToolHive: \"the provided \
+        "{host} resolves to {ip}, {article} {range} address: an SSRF-guarded client refuses it (ToolHive: \"the provided \
          URL redirects to a private IP address, which is not allowed\"; its --jwks-allow-private-ip allows it), \
          and --refuse-private-addresses has the gate do the same"
     ))
