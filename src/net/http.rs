@@ -78,6 +78,12 @@ pub(crate) enum FetchError {
     /// The proxy the URL goes through failed, or cannot be used: said naming the proxy
     /// (credentials hidden) and its variable.
     Proxy(String),
+    /// This process, not the network, ran out of something (descriptors, memory) at `stage`.
+    LocalResource {
+        stage: Stage,
+        host: String,
+        error: String,
+    },
 }
 
 impl fmt::Display for FetchError {
@@ -87,6 +93,14 @@ impl fmt::Display for FetchError {
             FetchError::TimedOut { stage, host, after } => {
                 let after = secs(*after);
                 match stage {
+                    Stage::ReadingTokenFile | Stage::ReadingHeaderFile => {
+                        let which = if *stage == Stage::ReadingTokenFile { "token" } else { "header" };
+                        write!(
+                            f,
+                            "{which} file {host} not read within {after} (the read hangs: a FIFO with no writer, or \
+                             a stalled network mount)"
+                        )
+                    }
                     Stage::Resolving => write!(f, "no answer from the resolver within {after} (looking up {host})"),
                     Stage::Connecting => write!(
                         f,
@@ -107,6 +121,11 @@ impl fmt::Display for FetchError {
                 }
             }
             FetchError::Refused { host } => write!(f, "connection refused by {host} (nothing listening yet)"),
+            FetchError::LocalResource { stage, host, error } => write!(
+                f,
+                "{error} at {stage} ({host}): the gate itself is out of it, not the provider; raise the limit \
+                 (ulimit -n, the container's nofile or memory limit) or give the gate fewer targets"
+            ),
             FetchError::Tls { host, error } => f.write_str(&tls::explain(host, error)),
             FetchError::ClientCertificateRequired { host } => f.write_str(&tls::client_certificate_required(host)),
             FetchError::CrossOrigin(to) => write!(f, "refused redirect to another origin ({to})"),
@@ -177,6 +196,7 @@ impl Resolver for GateResolver {
         let addrs = self.inner.resolve(&target, config, timeout).map_err(|e| match e {
             ureq::Error::Timeout(_) => e,
             ureq::Error::HostNotFound => dns_error(&name, format!("no address{via}")),
+            ureq::Error::Io(io) if exhausted(&io).is_some() => ureq::Error::Io(io),
             ureq::Error::Io(io) => dns_error(&name, format!("{io}{via}")),
             other => dns_error(&name, format!("{other}{via}")),
         })?;
@@ -186,6 +206,18 @@ impl Resolver for GateResolver {
         self.progress.enter(Stage::Connecting, &name);
         Ok(addrs)
     }
+}
+
+/// What this process ran out of, when `io` says it did: a descriptor limit (EMFILE: the
+/// process's `RLIMIT_NOFILE`; ENFILE: the system's), or kernel memory. No provider causes these,
+/// and calling them a lookup or a connection that failed sends the operator to the wrong place.
+fn exhausted(io: &io::Error) -> Option<&'static str> {
+    Some(match io.raw_os_error()? {
+        libc::EMFILE => "out of file descriptors (this process's limit, RLIMIT_NOFILE)",
+        libc::ENFILE => "out of file descriptors (the system's table is full)",
+        libc::ENOMEM | libc::ENOBUFS => "out of kernel memory",
+        _ => return None,
+    })
 }
 
 fn dns_error(host: &str, detail: String) -> ureq::Error {
@@ -329,6 +361,9 @@ pub(super) fn classify(e: ureq::Error, progress: &Progress, budget: Duration) ->
         )),
         ureq::Error::HostNotFound => FetchError::Dns { host, detail: "no address".into() },
         ureq::Error::Io(io) => {
+            if let Some(what) = exhausted(&io) {
+                return FetchError::LocalResource { stage, host, error: format!("{what}: {io}") };
+            }
             if let Some(proxy) = io.get_ref().and_then(|i| i.downcast_ref::<ProxyFailure>()) {
                 return FetchError::Proxy(url::redact(&proxy.to_string()));
             }

@@ -21,7 +21,7 @@ use crate::config::{Checks, Target};
 use crate::net::http::{FetchError, HttpClient};
 use crate::net::redirect::{Redirects, Request};
 use crate::net::response::Fetched;
-use crate::progress::Progress;
+use crate::progress::{Progress, Stage};
 use crate::rules::authorization_server::MetadataKind;
 use crate::rules::authorization_server::{self, Document};
 use crate::token;
@@ -167,12 +167,14 @@ impl Prober {
     fn run(&self, budget: Duration, track: &Track) -> Result<Ready, Failure> {
         let token = match &self.checks.token_file {
             None => None,
-            Some(path) => Some(
-                token::read(path)
-                    .map_err(|why| Failure::new(FailureClass::Token, format!("token file {} {why}", path.display())))?,
-            ),
+            Some(path) => {
+                track.progress.enter(Stage::ReadingTokenFile, &path.display().to_string());
+                let why = |why| Failure::new(FailureClass::Token, format!("token file {} {why}", path.display()));
+                Some(token::read(path).map_err(why)?)
+            }
         };
-        let headers = self.read_headers()?;
+        let headers = self.read_headers(&track.progress)?;
+        track.progress.enter(Stage::Resolving, "");
         let user_urls = match &*self.target {
             Target::Issuer { issuer, discovery_url } => vec![issuer.as_str(), discovery_url.as_deref().unwrap_or("")],
             Target::Resource { resource } => vec![resource.as_str()],
@@ -210,8 +212,9 @@ impl Prober {
 
 impl Prober {
     /// Every `--header-file`'s name and value, read now: mounted secrets rotate.
-    fn read_headers(&self) -> Result<Vec<(String, String)>, Failure> {
+    fn read_headers(&self, progress: &Progress) -> Result<Vec<(String, String)>, Failure> {
         let read = |h: &crate::config::HeaderFile| {
+            progress.enter(Stage::ReadingHeaderFile, &h.path.display().to_string());
             token::read_header_value(&h.path).map(|value| (h.name.clone(), value)).map_err(|why| {
                 let detail = format!("header file {} (for {}) {why}", h.path.display(), h.name);
                 Failure::new(FailureClass::HeaderFile, detail)
