@@ -35,9 +35,21 @@ pub(crate) const HEADER_LIMIT: usize = 1024 * 1024;
 /// Each connection's own read buffer; the response head collects in a buffer that grows
 /// ([`PlainWatch`]), so this is only how much one read takes (a TLS record is at most 16 KiB).
 const READ_BUFFER: usize = 16 * 1024;
-/// Each connection's write buffer: one request line or header field must fit, and the longest
-/// URL the gate accepts is 64 KiB (`url::MAX_LEN`). Written in full (ureq zeroes it), so no larger.
+/// The largest write buffer: one request line or header field must fit, and the longest URL the
+/// gate accepts is 64 KiB (`url::MAX_LEN`).
 const WRITE_BUFFER: usize = url::MAX_LEN + 16 * 1024;
+/// Room in a request head for what the gate adds to the URL and the caller's headers (request
+/// line, `Host`, `User-Agent`, `Accept`, `Accept-Encoding`, `Content-Length`).
+const HEAD_ROOM: usize = 4 * 1024;
+
+/// The write buffer for one request: its head must fit whole, and ureq zero-fills the buffer at
+/// a connection's first write, once for HTTP and once more under TLS. Sized for the longest URL,
+/// that was 160 KiB of every stalled connection, held until its socket timed out; sized for the
+/// request, it is about 10 KiB (the URL twice, as path and `Host`, and the headers with room).
+fn write_buffer(target: &str, headers: &[(&str, &str)]) -> usize {
+    let head: usize = headers.iter().map(|(name, value)| name.len() + value.len() + 4).sum();
+    (2 * target.len() + head + HEAD_ROOM).next_multiple_of(1024).min(WRITE_BUFFER)
+}
 
 /// Why no complete response was had. `Display` is the message users read.
 #[derive(Debug, Clone)]
@@ -227,7 +239,6 @@ fn dns_error(host: &str, detail: String) -> ureq::Error {
 /// Fetches documents. Each fetch gets an agent of its own, wired to its [`Progress`];
 /// connections are not pooled, so each attempt proves the provider answers a new client.
 pub(crate) struct HttpClient {
-    config: ureq::config::Config,
     tls: TlsSettings,
     proxies: Arc<ProxySettings>,
     connect_to: Arc<Vec<ConnectTo>>,
@@ -238,6 +249,15 @@ impl HttpClient {
     /// make a verifier.
     pub(crate) fn new(network: &Network) -> Result<HttpClient, rustls::client::VerifierBuilderError> {
         let tls = TlsSettings::new(&network.trust)?;
+        Ok(HttpClient {
+            tls,
+            proxies: Arc::new(network.proxies.clone()),
+            connect_to: Arc::new(network.connect_to.clone()),
+        })
+    }
+
+    /// An agent for one request to `target` carrying `headers`, its write buffer sized for them.
+    pub(super) fn agent(&self, progress: &Arc<Progress>, target: &str, headers: &[(&str, &str)]) -> Agent {
         let config = Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -246,19 +266,10 @@ impl HttpClient {
             .max_idle_connections_per_host(0)
             .max_response_header_size(HEADER_LIMIT)
             .input_buffer_size(READ_BUFFER)
-            .output_buffer_size(WRITE_BUFFER)
+            .output_buffer_size(write_buffer(target, headers))
             .user_agent(concat!("wait-for-idp/", env!("CARGO_PKG_VERSION")))
             .accept("application/json")
             .build();
-        Ok(HttpClient {
-            config,
-            tls,
-            proxies: Arc::new(network.proxies.clone()),
-            connect_to: Arc::new(network.connect_to.clone()),
-        })
-    }
-
-    pub(super) fn agent(&self, progress: &Arc<Progress>) -> Agent {
         let connector =
             ().chain(ProxyConnector::new(self.proxies.clone(), self.tls.clone(), progress.clone()))
                 .chain(TcpConnector::default())
@@ -270,7 +281,7 @@ impl HttpClient {
             progress: progress.clone(),
             proxies: self.proxies.clone(),
         };
-        Agent::with_parts(self.config.clone(), connector, resolver)
+        Agent::with_parts(config, connector, resolver)
     }
 
     /// GETs `url` within `budget`, following redirects by `request`'s rules; its secrets go
@@ -311,7 +322,8 @@ impl HttpClient {
         let parts = url::split(target).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
         let host = parts.bare_host().to_string();
         progress.enter(Stage::Resolving, &host);
-        let agent = self.agent(progress);
+        let sent: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
+        let agent = self.agent(progress, target, &sent);
         // Go writes the URL's host as given, a default port too (`https://h:443/` sends
         // `Host: h:443`); ureq would drop it, and a provider that builds its issuer from Host
         // then publishes another one than the client compares.
