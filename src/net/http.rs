@@ -236,6 +236,24 @@ fn dns_error(host: &str, detail: String) -> ureq::Error {
     ureq::Error::Io(io::Error::other(DnsFailure { host: host.to_string(), detail }))
 }
 
+/// Each agent's configuration: built once per request (its write buffer is the request's), in one
+/// place, not inlined where agents are made (the builder moves a large struct at every step).
+#[inline(never)]
+fn agent_config(write_buffer: usize) -> ureq::config::Config {
+    Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .proxy(None)
+        .max_idle_connections(0)
+        .max_idle_connections_per_host(0)
+        .max_response_header_size(HEADER_LIMIT)
+        .input_buffer_size(READ_BUFFER)
+        .output_buffer_size(write_buffer)
+        .user_agent(concat!("wait-for-idp/", env!("CARGO_PKG_VERSION")))
+        .accept("application/json")
+        .build()
+}
+
 /// Fetches documents. Each fetch gets an agent of its own, wired to its [`Progress`];
 /// connections are not pooled, so each attempt proves the provider answers a new client.
 pub(crate) struct HttpClient {
@@ -258,18 +276,7 @@ impl HttpClient {
 
     /// An agent for one request to `target` carrying `headers`, its write buffer sized for them.
     pub(super) fn agent(&self, progress: &Arc<Progress>, target: &str, headers: &[(&str, &str)]) -> Agent {
-        let config = Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .proxy(None)
-            .max_idle_connections(0)
-            .max_idle_connections_per_host(0)
-            .max_response_header_size(HEADER_LIMIT)
-            .input_buffer_size(READ_BUFFER)
-            .output_buffer_size(write_buffer(target, headers))
-            .user_agent(concat!("wait-for-idp/", env!("CARGO_PKG_VERSION")))
-            .accept("application/json")
-            .build();
+        let config = agent_config(write_buffer(target, headers));
         let connector =
             ().chain(ProxyConnector::new(self.proxies.clone(), self.tls.clone(), progress.clone()))
                 .chain(TcpConnector::default())
@@ -412,5 +419,21 @@ pub(super) fn classify(e: ureq::Error, progress: &Progress, budget: Duration) ->
         )),
         ureq::Error::Protocol(p) => FetchError::Protocol(format!("malformed HTTP response: {p}")),
         other => FetchError::Connect(url::redact(&other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_write_buffer_holds_the_request_head_and_no_more_than_it_needs() {
+        let short = write_buffer("https://sso.example.com/realms/main/.well-known/openid-configuration", &[]);
+        assert_eq!(short, 5 * 1024, "a usual request needs a few KiB, not 80");
+        let token = "t".repeat(2000);
+        let with_token = write_buffer("https://kubernetes.default.svc/x", &[("authorization", &token)]);
+        assert!(with_token >= 2 * 1024 + HEAD_ROOM, "{with_token}");
+        let longest = format!("https://h/{}", "a".repeat(url::MAX_LEN - 10));
+        assert_eq!(write_buffer(&longest, &[]), WRITE_BUFFER, "the longest URL still fits, as before");
     }
 }

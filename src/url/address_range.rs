@@ -21,39 +21,45 @@ pub(crate) fn private_range(ip: IpAddr) -> Option<&'static str> {
 }
 
 /// IPv4: ToolHive's blocks, 0.0.0.0/8 ("this host", 0.0.0.0 reaches this host's own services)
-/// and 240.0.0.0/4 (reserved, with the broadcast address) included.
-fn v4_range(v4: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, c, _] = v4.octets();
-    Some(match (a, b, c) {
-        (0, ..) => "unspecified",
-        (127, ..) => "loopback",
-        (10, ..) | (192, 168, _) => "private",
-        (172, 16..=31, _) => "private",
-        (169, 254, _) => "link-local",
-        (100, 64..=127, _) => "cgnat",
-        (192, 0, 2) | (198, 51, 100) | (203, 0, 113) => "documentation",
-        (224..=239, ..) => "multicast",
-        (240..=255, ..) => "reserved",
-        _ => return None,
-    })
-}
+/// and 240.0.0.0/4 (reserved, with the broadcast address) included. A table, not a `match`: the
+/// compiler makes a 256-entry jump table of a match on the first octet.
+const V4: [(u32, u32, &str); 12] = [
+    (0x0000_0000, 8, "unspecified"),
+    (0x7f00_0000, 8, "loopback"),
+    (0x0a00_0000, 8, "private"),
+    (0xac10_0000, 12, "private"),
+    (0xc0a8_0000, 16, "private"),
+    (0xa9fe_0000, 16, "link-local"),
+    (0x6440_0000, 10, "cgnat"),
+    (0xc000_0200, 24, "documentation"),
+    (0xc633_6400, 24, "documentation"),
+    (0xcb00_7100, 24, "documentation"),
+    (0xe000_0000, 4, "multicast"),
+    (0xf000_0000, 4, "reserved"),
+];
 
 /// IPv6 with no IPv4 address to decode. Teredo (2001::/32) hides its IPv4 address behind a
 /// bitwise NOT and the rest of NAT64's local-use /48 embeds it where the address alone does not
 /// say: both are refused whole, as ToolHive refuses them.
+const V6: [(u128, u32, &str); 8] = [
+    (0, 128, "unspecified"),
+    (1, 128, "loopback"),
+    (0xfc00 << 112, 7, "private"),
+    (0xfe80 << 112, 10, "link-local"),
+    (0xfec0 << 112, 10, "site-local"),
+    (0xff00 << 112, 8, "multicast"),
+    (0x2001_0000 << 96, 32, "teredo"),
+    (0x0064_ff9b_0001 << 80, 48, "nat64-local"),
+];
+
+fn v4_range(v4: Ipv4Addr) -> Option<&'static str> {
+    let ip = u32::from(v4);
+    V4.iter().find(|(net, len, _)| ip >> (32 - len) == net >> (32 - len)).map(|r| r.2)
+}
+
 fn v6_range(v6: Ipv6Addr) -> Option<&'static str> {
-    let s = v6.segments();
-    Some(match s[0] {
-        _ if v6.is_unspecified() => "unspecified",
-        _ if v6.is_loopback() => "loopback",
-        0xfc00..=0xfdff => "private",
-        0xfe80..=0xfebf => "link-local",
-        0xfec0..=0xfeff => "site-local",
-        0xff00.. => "multicast",
-        0x2001 if s[1] == 0 => "teredo",
-        0x64 if s[1] == 0xff9b && s[2] == 1 => "nat64-local",
-        _ => return None,
-    })
+    let ip = u128::from(v6);
+    V6.iter().find(|(net, len, _)| ip >> (128 - len) == net >> (128 - len)).map(|r| r.2)
 }
 
 /// The IPv4 address an IPv6 address carries where the address alone says which: IPv4-mapped
