@@ -117,7 +117,8 @@ fn settings_summary(config: &Config, mode: RunMode, notices: &[Notice]) -> Strin
     }
     if config.checks.refuse_private_addresses {
         out.push_str(
-            "addresses       loopback, private, link-local and CGNAT ones refused, as SSRF-guarded clients do\n",
+            "addresses       unspecified, loopback, private, link-local, multicast, reserved and CGNAT ones refused, as \
+             SSRF-guarded clients do (docs/reference.md lists the ranges)\n",
         );
     }
     let trust = &config.network.trust;
