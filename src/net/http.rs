@@ -107,11 +107,7 @@ impl fmt::Display for FetchError {
                 match stage {
                     Stage::ReadingTokenFile | Stage::ReadingHeaderFile => {
                         let which = if *stage == Stage::ReadingTokenFile { "token" } else { "header" };
-                        write!(
-                            f,
-                            "{which} file {host} not read within {after} (the read hangs: a FIFO with no writer, or \
-                             a stalled network mount)"
-                        )
+                        write!(f, "{which} file {host} not read within {after} (a FIFO with no writer, a hung mount)")
                     }
                     Stage::Resolving => write!(f, "no answer from the resolver within {after} (looking up {host})"),
                     Stage::Connecting => write!(
@@ -133,11 +129,9 @@ impl fmt::Display for FetchError {
                 }
             }
             FetchError::Refused { host } => write!(f, "connection refused by {host} (nothing listening yet)"),
-            FetchError::LocalResource { stage, host, error } => write!(
-                f,
-                "{error} at {stage} ({host}): the gate itself is out of it, not the provider; raise the limit \
-                 (ulimit -n, the container's nofile or memory limit) or give the gate fewer targets"
-            ),
+            FetchError::LocalResource { stage, host, error } => {
+                write!(f, "{error} at {stage} ({host}): the gate's own limit, not the provider's; raise it (ulimit -n)")
+            }
             FetchError::Tls { host, error } => f.write_str(&tls::explain(host, error)),
             FetchError::ClientCertificateRequired { host } => f.write_str(&tls::client_certificate_required(host)),
             FetchError::CrossOrigin(to) => write!(f, "refused redirect to another origin ({to})"),
@@ -225,8 +219,8 @@ impl Resolver for GateResolver {
 /// and calling them a lookup or a connection that failed sends the operator to the wrong place.
 fn exhausted(io: &io::Error) -> Option<&'static str> {
     Some(match io.raw_os_error()? {
-        libc::EMFILE => "out of file descriptors (this process's limit, RLIMIT_NOFILE)",
-        libc::ENFILE => "out of file descriptors (the system's table is full)",
+        libc::EMFILE => "out of file descriptors (RLIMIT_NOFILE)",
+        libc::ENFILE => "out of file descriptors (system-wide)",
         libc::ENOMEM | libc::ENOBUFS => "out of kernel memory",
         _ => return None,
     })

@@ -117,8 +117,7 @@ fn settings_summary(config: &Config, mode: RunMode, notices: &[Notice]) -> Strin
     }
     if config.checks.refuse_private_addresses {
         out.push_str(
-            "addresses       unspecified, loopback, private, link-local, multicast, reserved and CGNAT ones refused, as \
-             SSRF-guarded clients do (docs/reference.md lists the ranges)\n",
+            "addresses       loopback, private, link-local and CGNAT ones refused, as SSRF-guarded clients do\n",
         );
     }
     let trust = &config.network.trust;

@@ -41,15 +41,13 @@ const V4: [(u32, u32, &str); 12] = [
 /// IPv6 with no IPv4 address to decode. Teredo (2001::/32) hides its IPv4 address behind a
 /// bitwise NOT and the rest of NAT64's local-use /48 embeds it where the address alone does not
 /// say: both are refused whole, as ToolHive refuses them.
-const V6: [(u128, u32, &str); 8] = [
-    (0, 128, "unspecified"),
-    (1, 128, "loopback"),
-    (0xfc00 << 112, 7, "private"),
-    (0xfe80 << 112, 10, "link-local"),
-    (0xfec0 << 112, 10, "site-local"),
-    (0xff00 << 112, 8, "multicast"),
-    (0x2001_0000 << 96, 32, "teredo"),
-    (0x0064_ff9b_0001 << 80, 48, "nat64-local"),
+const V6: [(u64, u32, &str); 6] = [
+    (0xfc00 << 48, 7, "private"),
+    (0xfe80 << 48, 10, "link-local"),
+    (0xfec0 << 48, 10, "site-local"),
+    (0xff00 << 48, 8, "multicast"),
+    (0x2001_0000 << 32, 32, "teredo"),
+    (0x0064_ff9b_0001 << 16, 48, "nat64-local"),
 ];
 
 fn v4_range(v4: Ipv4Addr) -> Option<&'static str> {
@@ -58,8 +56,14 @@ fn v4_range(v4: Ipv4Addr) -> Option<&'static str> {
 }
 
 fn v6_range(v6: Ipv6Addr) -> Option<&'static str> {
-    let ip = u128::from(v6);
-    V6.iter().find(|(net, len, _)| ip >> (128 - len) == net >> (128 - len)).map(|r| r.2)
+    if v6.is_unspecified() {
+        return Some("unspecified");
+    }
+    if v6.is_loopback() {
+        return Some("loopback");
+    }
+    let top = (u128::from(v6) >> 64) as u64;
+    V6.iter().find(|(net, len, _)| top >> (64 - len) == net >> (64 - len)).map(|r| r.2)
 }
 
 /// The IPv4 address an IPv6 address carries where the address alone says which: IPv4-mapped
