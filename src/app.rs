@@ -75,20 +75,28 @@ fn run() -> ExitCode {
     let conclusion = match &launched {
         Ok(probers) => {
             signals::waiting();
-            let (states, end) = collect(&config, started + config.timing.timeout + GRACE, &rx);
+            let (mut states, end) = collect(&config, started + config.timing.timeout + GRACE, &rx);
             // Decided before anything is said: a signal that came first makes the run interrupted.
             let end = signals::hold().map_or(end, Stopped::Signal);
+            // A target still waiting says where its attempt had got to, or how its last ended.
+            let in_flight: Vec<Option<String>> = (states.iter_mut().zip(probers))
+                .map(|((verdict, tally), prober)| {
+                    let word = verdict.is_none().then(|| prober.last_word())?;
+                    tally.settle(&word);
+                    word.in_flight
+                })
+                .collect();
             let issuers: Vec<IssuerResult<'_>> = config
                 .targets
                 .iter()
                 .zip(&states)
-                .zip(probers)
-                .map(|((target, (verdict, tally)), prober)| IssuerResult {
+                .zip(in_flight)
+                .map(|((target, (verdict, tally)), in_flight)| IssuerResult {
                     target,
                     verdict: *verdict,
                     tally,
                     stopped: end,
-                    in_flight: verdict.is_none().then(|| prober.in_flight()).flatten(),
+                    in_flight,
                 })
                 .collect();
             match end {

@@ -10,9 +10,14 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The stages of one HTTP exchange, in order.
+/// The stages of one HTTP exchange, in order, after the files an attempt reads first (a read
+/// that hangs, on a FIFO or a stalled network mount, is named as such, not as a lookup).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Stage {
+    /// Reading `--token-file` (the host is its path).
+    ReadingTokenFile,
+    /// Reading a `--header-file` (the host is its path).
+    ReadingHeaderFile,
     #[default]
     Resolving,
     Connecting,
@@ -24,6 +29,8 @@ pub(crate) enum Stage {
 impl fmt::Display for Stage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Stage::ReadingTokenFile => "reading the token file",
+            Stage::ReadingHeaderFile => "reading a header file",
             Stage::Resolving => "DNS resolution",
             Stage::Connecting => "TCP connect",
             Stage::TlsHandshake => "TLS handshake",

@@ -19,7 +19,7 @@
 //! - a failure that retrying cannot change ([`Failure::conclusive`]) ends the wait at once.
 
 use crate::config::Timing;
-use crate::probe::{Failure, FailureClass, Ready};
+use crate::probe::{Failure, FailureClass, LastWord, Ready};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -139,6 +139,23 @@ pub(crate) struct Tally {
     pub(crate) last_failure: Option<Failure>,
     pub(crate) last_ready: Option<Ready>,
     pub(crate) consecutive_successes: u32,
+}
+
+impl Tally {
+    /// Takes in an attempt that ended after the last report this tally came from: at the
+    /// deadline every attempt of a frozen provider ends at once, and the wait may be over before
+    /// the report of one has reached the caller. Its failure is then the target's last word.
+    pub(crate) fn settle(&mut self, word: &LastWord) {
+        if word.in_flight.is_none()
+            && word.attempts > self.attempts
+            && let Some(failure) = &word.last_failure
+        {
+            self.attempts = word.attempts;
+            *self.failures.entry(failure.class).or_default() += 1;
+            self.last_failure = Some(failure.clone());
+            self.consecutive_successes = 0;
+        }
+    }
 }
 
 /// What follows an attempt.
@@ -601,6 +618,23 @@ mod tests {
             assert!((380..=510).contains(n), "tenth {i}: {tenths:?}");
         }
         assert!((270..=400).contains(&tenths[8]) && (70..=160).contains(&tenths[9]), "{tenths:?}");
+    }
+
+    #[test]
+    fn an_attempt_that_ended_after_its_last_report_is_the_last_word() {
+        let mut tally = Tally::default();
+        let ended = |in_flight: Option<&str>, attempts| LastWord {
+            in_flight: in_flight.map(str::to_string),
+            attempts,
+            last_failure: Some(status_503()),
+        };
+        tally.settle(&ended(Some("TLS handshake"), 1));
+        assert_eq!(tally.attempts, 0, "an attempt under way speaks for itself");
+        tally.settle(&ended(None, 1));
+        assert_eq!((tally.attempts, tally.last_failure.as_ref().map(|f| f.class)), (1, Some(FailureClass::HttpStatus)));
+        assert_eq!(tally.failures[&FailureClass::HttpStatus], 1);
+        tally.settle(&ended(None, 1));
+        assert_eq!(tally.failures[&FailureClass::HttpStatus], 1, "an attempt already reported is not counted twice");
     }
 
     #[test]

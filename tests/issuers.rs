@@ -185,3 +185,35 @@ fn kubernetes_api_server_document_passes_without_strict_only() {
     assert_exit(&r, 1);
     assert_logged(&r, &["missing-field: --strict: REQUIRED member(s) missing: authorization_endpoint"]);
 }
+
+/// Issue 26, section 4: with several issuers behind one frozen provider, every attempt ends at
+/// the same moment as the deadline; a target whose attempt had just ended, and whose report had
+/// not yet reached the main thread, had neither a `last_failure` nor an `in_flight` attempt.
+/// Every target's last word is in the JSON, whatever the timing: 50 runs of 3 issuers.
+#[test]
+fn every_issuer_behind_a_frozen_provider_has_its_last_word_in_the_json() {
+    let ca = TestCa::new();
+    let hung = Provider::start(tls_mode(ca.leaf(&["localhost"])), reply(|_, _| Reply::Hang));
+    let issuers: Vec<String> = ["/a", "/b", "/c"].iter().map(|p| hung.issuer(p)).collect();
+    for _batch in 0..5 {
+        std::thread::scope(|s| {
+            let runs: Vec<_> = (0..10)
+                .map(|_| {
+                    let mut cmd = gate();
+                    for iss in &issuers {
+                        cmd.args(["--issuer", iss]);
+                    }
+                    cmd.args(["--ca-file", &ca.ca_arg(), "--timeout", "1s", "--output", "json"]);
+                    s.spawn(move || run(cmd))
+                })
+                .collect();
+            for handle in runs {
+                let json = handle.join().unwrap().json();
+                for target in json["issuers"].as_array().unwrap() {
+                    let said = !target["last_failure"].is_null() || target["in_flight"].is_string();
+                    assert!(said, "neither a last failure nor an attempt under way: {target}\n{json}");
+                }
+            }
+        });
+    }
+}

@@ -8,7 +8,7 @@
 use crate::support::*;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_millis(1200);
@@ -445,4 +445,111 @@ fn the_longest_url_the_gate_accepts_is_sent_whole() {
     let r = run_args(gate_for(&ca, &iss), &["--once"]);
     assert_exit(&r, 0);
     assert_eq!(p.paths(), [format!("{path}{WELL_KNOWN}")]);
+}
+
+/// Issue 26, section 1: `0.0.0.0` and `[::]` reach this host's own services (here a provider on
+/// 127.0.0.1 and on ::1, which the gate passes without the flag), and ToolHive refuses both: with
+/// `--refuse-private-addresses` the gate fails with class `private-address`, naming the range.
+#[test]
+fn unspecified_addresses_reach_this_host_and_are_refused_as_private() {
+    let ca = TestCa::new();
+    for (slot, host, address) in [(Reserved::new(), "0.0.0.0", "0.0.0.0"), (Reserved::v6(), "[::]", "::")] {
+        let iss = issuer_at(host, slot.port, "");
+        let _p = slot.listen(tls_mode(ca.leaf(&[address])), serve_at(WELL_KNOWN, discovery_doc(&iss)));
+        let r = run_args(gate_for(&ca, &iss), &["--once", "--output", "json"]);
+        assert_exit(&r, 0);
+        let r = run_args(gate_for(&ca, &iss), &["--once", "--output", "json", "--refuse-private-addresses"]);
+        assert_exit(&r, 1);
+        let failure = &r.json()["issuers"][0]["last_failure"];
+        assert_eq!(failure["class"], "private-address", "{host}: {failure}");
+        assert_logged(&r, &[&format!("{address}, an unspecified address")]);
+    }
+}
+
+/// The gate run by hand, so a test can act on the process while it waits.
+fn spawn_gate(mut cmd: Command) -> (std::process::Child, std::time::Instant) {
+    (cmd.spawn().expect("spawn wait-for-idp"), std::time::Instant::now())
+}
+
+fn finish(child: std::process::Child, started: std::time::Instant) -> Run {
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// A provider whose first request is held until the test says so; later ones get a 503.
+fn held_first_request(ca: &TestCa) -> (Provider, mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let (arrived_tx, arrived) = mpsc::channel::<()>();
+    let (go, go_rx) = mpsc::channel::<()>();
+    let (arrived_tx, go_rx) = (Mutex::new(arrived_tx), Mutex::new(go_rx));
+    let p = Provider::start(
+        tls_mode(ca.leaf(&["localhost"])),
+        reply(move |_, n| {
+            if n == 1 {
+                let _ = arrived_tx.lock().unwrap().send(());
+                let _ = go_rx.lock().unwrap().recv();
+            }
+            Reply::text(503, "starting")
+        }),
+    );
+    (p, arrived, go)
+}
+
+/// Issue 26, section 4: a descriptor limit (EMFILE) was classed as `dns` (or `connect`), which
+/// sends the operator to the network. It is class `local-resource` and says what ran out. The
+/// limit is lowered once the gate is waiting (an attempt is under way), so start-up is untouched:
+/// no descriptor can be opened after that, neither the resolver's nor the socket's.
+#[test]
+fn a_descriptor_limit_is_a_local_resource_failure_not_dns() {
+    let ca = TestCa::new();
+    let (p, arrived, go) = held_first_request(&ca);
+    let mut cmd = gate_for(&ca, &p.issuer(""));
+    cmd.args(["--timeout", "1m", "--interval", "100ms", "--max-attempts", "3", "--output", "json"]);
+    let (child, started) = spawn_gate(cmd);
+    arrived.recv().unwrap();
+    let limit = libc::rlimit { rlim_cur: 3, rlim_max: 3 };
+    let pid = child.id() as libc::pid_t;
+    assert_eq!(unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &limit, std::ptr::null_mut()) }, 0);
+    go.send(()).unwrap();
+    let r = finish(child, started);
+    let json = r.json();
+    let failure = &json["issuers"][0]["last_failure"];
+    assert_eq!(failure["class"], "local-resource", "{json}\n{}", r.log());
+    let message = failure["message"].as_str().unwrap();
+    assert!(message.contains("out of file descriptors (RLIMIT_NOFILE)"), "{message}");
+    assert!(message.contains("ulimit -n"), "{message}");
+    assert!(json["issuers"][0]["failures"]["dns"].is_null(), "{json}");
+}
+
+/// Issue 26, section 4: a token read that stalls (a FIFO with no writer, a hung network mount)
+/// was reported as `dns: no answer from the resolver … (looking up )`, with an empty host. It is
+/// class `token`, naming the file. The file is turned into a FIFO once the gate is waiting, as a
+/// rotation might: the token is read afresh for every attempt.
+#[test]
+fn a_token_read_that_stalls_is_class_token_naming_the_file() {
+    let ca = TestCa::new();
+    let (p, arrived, go) = held_first_request(&ca);
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "t0k3n").unwrap();
+    let mut cmd = gate_for(&ca, &p.issuer(""));
+    cmd.args(["--timeout", "2s", "--interval", "100ms", "--output", "json", "--token-file"]).arg(&token);
+    let (child, started) = spawn_gate(cmd);
+    arrived.recv().unwrap();
+    let fifo = dir.path().join("fifo");
+    let status = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(status.success());
+    std::fs::rename(&fifo, &token).unwrap();
+    go.send(()).unwrap();
+    let r = finish(child, started);
+    let json = r.json();
+    let failure = &json["issuers"][0]["last_failure"];
+    assert_eq!(failure["class"], "token", "{json}\n{}", r.log());
+    let message = failure["message"].as_str().unwrap();
+    assert!(message.contains(&format!("token file {}", token.display())), "{message}");
+    assert!(!message.contains("looking up"), "{message}");
 }

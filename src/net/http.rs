@@ -35,9 +35,21 @@ pub(crate) const HEADER_LIMIT: usize = 1024 * 1024;
 /// Each connection's own read buffer; the response head collects in a buffer that grows
 /// ([`PlainWatch`]), so this is only how much one read takes (a TLS record is at most 16 KiB).
 const READ_BUFFER: usize = 16 * 1024;
-/// Each connection's write buffer: one request line or header field must fit, and the longest
-/// URL the gate accepts is 64 KiB (`url::MAX_LEN`). Written in full (ureq zeroes it), so no larger.
+/// The largest write buffer: one request line or header field must fit, and the longest URL the
+/// gate accepts is 64 KiB (`url::MAX_LEN`).
 const WRITE_BUFFER: usize = url::MAX_LEN + 16 * 1024;
+/// Room in a request head for what the gate adds to the URL and the caller's headers (request
+/// line, `Host`, `User-Agent`, `Accept`, `Accept-Encoding`, `Content-Length`).
+const HEAD_ROOM: usize = 4 * 1024;
+
+/// The write buffer for one request: its head must fit whole, and ureq zero-fills the buffer at
+/// a connection's first write, once for HTTP and once more under TLS. Sized for the longest URL,
+/// that was 160 KiB of every stalled connection, held until its socket timed out; sized for the
+/// request, it is about 10 KiB (the URL twice, as path and `Host`, and the headers with room).
+fn write_buffer(target: &str, headers: &[(&str, &str)]) -> usize {
+    let head: usize = headers.iter().map(|(name, value)| name.len() + value.len() + 4).sum();
+    (2 * target.len() + head + HEAD_ROOM).next_multiple_of(1024).min(WRITE_BUFFER)
+}
 
 /// Why no complete response was had. `Display` is the message users read.
 #[derive(Debug, Clone)]
@@ -78,6 +90,12 @@ pub(crate) enum FetchError {
     /// The proxy the URL goes through failed, or cannot be used: said naming the proxy
     /// (credentials hidden) and its variable.
     Proxy(String),
+    /// This process, not the network, ran out of something (descriptors, memory) at `stage`.
+    LocalResource {
+        stage: Stage,
+        host: String,
+        error: String,
+    },
 }
 
 impl fmt::Display for FetchError {
@@ -87,6 +105,10 @@ impl fmt::Display for FetchError {
             FetchError::TimedOut { stage, host, after } => {
                 let after = secs(*after);
                 match stage {
+                    Stage::ReadingTokenFile | Stage::ReadingHeaderFile => {
+                        let which = if *stage == Stage::ReadingTokenFile { "token" } else { "header" };
+                        write!(f, "{which} file {host} not read within {after} (a FIFO with no writer, a hung mount)")
+                    }
                     Stage::Resolving => write!(f, "no answer from the resolver within {after} (looking up {host})"),
                     Stage::Connecting => write!(
                         f,
@@ -107,6 +129,9 @@ impl fmt::Display for FetchError {
                 }
             }
             FetchError::Refused { host } => write!(f, "connection refused by {host} (nothing listening yet)"),
+            FetchError::LocalResource { stage, host, error } => {
+                write!(f, "{error} at {stage} ({host}): the gate's own limit, not the provider's; raise it (ulimit -n)")
+            }
             FetchError::Tls { host, error } => f.write_str(&tls::explain(host, error)),
             FetchError::ClientCertificateRequired { host } => f.write_str(&tls::client_certificate_required(host)),
             FetchError::CrossOrigin(to) => write!(f, "refused redirect to another origin ({to})"),
@@ -177,6 +202,7 @@ impl Resolver for GateResolver {
         let addrs = self.inner.resolve(&target, config, timeout).map_err(|e| match e {
             ureq::Error::Timeout(_) => e,
             ureq::Error::HostNotFound => dns_error(&name, format!("no address{via}")),
+            ureq::Error::Io(io) if exhausted(&io).is_some() => ureq::Error::Io(io),
             ureq::Error::Io(io) => dns_error(&name, format!("{io}{via}")),
             other => dns_error(&name, format!("{other}{via}")),
         })?;
@@ -188,14 +214,43 @@ impl Resolver for GateResolver {
     }
 }
 
+/// What this process ran out of, when `io` says it did: a descriptor limit (EMFILE: the
+/// process's `RLIMIT_NOFILE`; ENFILE: the system's), or kernel memory. No provider causes these,
+/// and calling them a lookup or a connection that failed sends the operator to the wrong place.
+fn exhausted(io: &io::Error) -> Option<&'static str> {
+    Some(match io.raw_os_error()? {
+        libc::EMFILE => "out of file descriptors (RLIMIT_NOFILE)",
+        libc::ENFILE => "out of file descriptors (system-wide)",
+        libc::ENOMEM | libc::ENOBUFS => "out of kernel memory",
+        _ => return None,
+    })
+}
+
 fn dns_error(host: &str, detail: String) -> ureq::Error {
     ureq::Error::Io(io::Error::other(DnsFailure { host: host.to_string(), detail }))
+}
+
+/// Each agent's configuration: built once per request (its write buffer is the request's), in one
+/// place, not inlined where agents are made (the builder moves a large struct at every step).
+#[inline(never)]
+fn agent_config(write_buffer: usize) -> ureq::config::Config {
+    Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .proxy(None)
+        .max_idle_connections(0)
+        .max_idle_connections_per_host(0)
+        .max_response_header_size(HEADER_LIMIT)
+        .input_buffer_size(READ_BUFFER)
+        .output_buffer_size(write_buffer)
+        .user_agent(concat!("wait-for-idp/", env!("CARGO_PKG_VERSION")))
+        .accept("application/json")
+        .build()
 }
 
 /// Fetches documents. Each fetch gets an agent of its own, wired to its [`Progress`];
 /// connections are not pooled, so each attempt proves the provider answers a new client.
 pub(crate) struct HttpClient {
-    config: ureq::config::Config,
     tls: TlsSettings,
     proxies: Arc<ProxySettings>,
     connect_to: Arc<Vec<ConnectTo>>,
@@ -206,27 +261,16 @@ impl HttpClient {
     /// make a verifier.
     pub(crate) fn new(network: &Network) -> Result<HttpClient, rustls::client::VerifierBuilderError> {
         let tls = TlsSettings::new(&network.trust)?;
-        let config = Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .proxy(None)
-            .max_idle_connections(0)
-            .max_idle_connections_per_host(0)
-            .max_response_header_size(HEADER_LIMIT)
-            .input_buffer_size(READ_BUFFER)
-            .output_buffer_size(WRITE_BUFFER)
-            .user_agent(concat!("wait-for-idp/", env!("CARGO_PKG_VERSION")))
-            .accept("application/json")
-            .build();
         Ok(HttpClient {
-            config,
             tls,
             proxies: Arc::new(network.proxies.clone()),
             connect_to: Arc::new(network.connect_to.clone()),
         })
     }
 
-    pub(super) fn agent(&self, progress: &Arc<Progress>) -> Agent {
+    /// An agent for one request to `target` carrying `headers`, its write buffer sized for them.
+    pub(super) fn agent(&self, progress: &Arc<Progress>, target: &str, headers: &[(&str, &str)]) -> Agent {
+        let config = agent_config(write_buffer(target, headers));
         let connector =
             ().chain(ProxyConnector::new(self.proxies.clone(), self.tls.clone(), progress.clone()))
                 .chain(TcpConnector::default())
@@ -238,7 +282,7 @@ impl HttpClient {
             progress: progress.clone(),
             proxies: self.proxies.clone(),
         };
-        Agent::with_parts(self.config.clone(), connector, resolver)
+        Agent::with_parts(config, connector, resolver)
     }
 
     /// GETs `url` within `budget`, following redirects by `request`'s rules; its secrets go
@@ -279,7 +323,8 @@ impl HttpClient {
         let parts = url::split(target).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
         let host = parts.bare_host().to_string();
         progress.enter(Stage::Resolving, &host);
-        let agent = self.agent(progress);
+        let sent: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
+        let agent = self.agent(progress, target, &sent);
         // Go writes the URL's host as given, a default port too (`https://h:443/` sends
         // `Host: h:443`); ureq would drop it, and a provider that builds its issuer from Host
         // then publishes another one than the client compares.
@@ -329,6 +374,9 @@ pub(super) fn classify(e: ureq::Error, progress: &Progress, budget: Duration) ->
         )),
         ureq::Error::HostNotFound => FetchError::Dns { host, detail: "no address".into() },
         ureq::Error::Io(io) => {
+            if let Some(what) = exhausted(&io) {
+                return FetchError::LocalResource { stage, host, error: format!("{what}: {io}") };
+            }
             if let Some(proxy) = io.get_ref().and_then(|i| i.downcast_ref::<ProxyFailure>()) {
                 return FetchError::Proxy(url::redact(&proxy.to_string()));
             }
@@ -365,5 +413,21 @@ pub(super) fn classify(e: ureq::Error, progress: &Progress, budget: Duration) ->
         )),
         ureq::Error::Protocol(p) => FetchError::Protocol(format!("malformed HTTP response: {p}")),
         other => FetchError::Connect(url::redact(&other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_write_buffer_holds_the_request_head_and_no_more_than_it_needs() {
+        let short = write_buffer("https://sso.example.com/realms/main/.well-known/openid-configuration", &[]);
+        assert_eq!(short, 5 * 1024, "a usual request needs a few KiB, not 80");
+        let token = "t".repeat(2000);
+        let with_token = write_buffer("https://kubernetes.default.svc/x", &[("authorization", &token)]);
+        assert!(with_token >= 2 * 1024 + HEAD_ROOM, "{with_token}");
+        let longest = format!("https://h/{}", "a".repeat(url::MAX_LEN - 10));
+        assert_eq!(write_buffer(&longest, &[]), WRITE_BUFFER, "the longest URL still fits, as before");
     }
 }

@@ -23,8 +23,9 @@ impl HttpClient {
         let host = parts.bare_host().to_string();
         progress.enter(Stage::Resolving, &host);
         // As the GET: the proxy is the connector's choice, Host as the URL gives it, gzip asked for.
+        let sent: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
         let mut request = self
-            .agent(progress)
+            .agent(progress, target, &sent)
             .post(target)
             .config()
             .timeout_global(Some(budget))

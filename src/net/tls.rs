@@ -63,6 +63,9 @@ impl TlsSettings {
         // ALPN as Go offers it, less h2 (no HTTP/2 here): a server that speaks only h2 then says
         // so in the handshake (no_application_protocol) rather than in frames.
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        // No session cache, as Go's http.Transport has none by default: every connection is new
+        // anyway, and rustls's default cache reserved room for 256 servers in every connection.
+        config.resumption = rustls::client::Resumption::disabled();
         Ok(Arc::new(config))
     }
 }

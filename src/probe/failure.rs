@@ -16,6 +16,8 @@ use std::time::Duration;
 /// Why an attempt did not pass. Ordered as a request progresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum FailureClass {
+    /// The gate itself ran out of something (file descriptors, memory): not the provider's doing.
+    LocalResource,
     Dns,
     /// The proxy the client's environment sends the request through failed, or cannot be used.
     Proxy,
@@ -40,6 +42,7 @@ pub(crate) enum FailureClass {
 impl FailureClass {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
+            FailureClass::LocalResource => "local-resource",
             FailureClass::Dns => "dns",
             FailureClass::Connect => "connect",
             FailureClass::Timeout => "timeout",
@@ -143,8 +146,9 @@ pub(super) fn refused_address(resolved: &[(String, Vec<IpAddr>)]) -> Option<Stri
     let (host, ip, range) = resolved
         .iter()
         .find_map(|(host, ips)| ips.iter().find_map(|ip| url::private_range(*ip).map(|r| (host, ip, r))))?;
+    let article = if range.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
     Some(format!(
-        "{host} resolves to {ip}, a {range} address: an SSRF-guarded client refuses it (ToolHive: \"the provided \
+        "{host} resolves to {ip}, {article} {range} address: an SSRF-guarded client refuses it (ToolHive: \"the provided \
          URL redirects to a private IP address, which is not allowed\"; its --jwks-allow-private-ip allows it), \
          and --refuse-private-addresses has the gate do the same"
     ))
@@ -177,6 +181,8 @@ pub(super) fn link_failure(link: Link, context: &str, e: FetchError) -> Failure 
 fn fetch_failure(e: FetchError) -> Failure {
     let class = match &e {
         FetchError::Dns { .. } | FetchError::TimedOut { stage: Stage::Resolving, .. } => FailureClass::Dns,
+        FetchError::TimedOut { stage: Stage::ReadingTokenFile, .. } => FailureClass::Token,
+        FetchError::TimedOut { stage: Stage::ReadingHeaderFile, .. } => FailureClass::HeaderFile,
         FetchError::TimedOut { .. } => FailureClass::Timeout,
         FetchError::Refused { .. } | FetchError::Connect(_) => FailureClass::Connect,
         FetchError::Tls { .. } | FetchError::ClientCertificateRequired { .. } | FetchError::TlsOther(_) => {
@@ -185,6 +191,7 @@ fn fetch_failure(e: FetchError) -> Failure {
         FetchError::Redirect(_) | FetchError::CrossOrigin(_) => FailureClass::HttpStatus,
         FetchError::Body(_) | FetchError::Protocol(_) => FailureClass::Body,
         FetchError::Proxy(_) => FailureClass::Proxy,
+        FetchError::LocalResource { .. } => FailureClass::LocalResource,
     };
     let cheap = matches!(e, FetchError::Refused { .. });
     Failure { cheap, ..Failure::new(class, e.to_string()) }
@@ -296,6 +303,16 @@ mod tests {
             (FetchError::TimedOut { stage: Stage::Resolving, host: host(), after }, FailureClass::Dns),
             (FetchError::TimedOut { stage: Stage::Connecting, host: host(), after }, FailureClass::Timeout),
             (FetchError::TimedOut { stage: Stage::ReadingBody, host: host(), after }, FailureClass::Timeout),
+            (FetchError::TimedOut { stage: Stage::ReadingTokenFile, host: host(), after }, FailureClass::Token),
+            (FetchError::TimedOut { stage: Stage::ReadingHeaderFile, host: host(), after }, FailureClass::HeaderFile),
+            (
+                FetchError::LocalResource {
+                    stage: Stage::Connecting,
+                    host: host(),
+                    error: "out of descriptors".into(),
+                },
+                FailureClass::LocalResource,
+            ),
             (FetchError::Refused { host: host() }, FailureClass::Connect),
             (FetchError::Connect("unreachable".into()), FailureClass::Connect),
             (FetchError::Tls { host: host(), error: rustls::Error::DecryptError }, FailureClass::Tls),

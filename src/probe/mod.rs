@@ -21,7 +21,7 @@ use crate::config::{Checks, Target};
 use crate::net::http::{FetchError, HttpClient};
 use crate::net::redirect::{Redirects, Request};
 use crate::net::response::Fetched;
-use crate::progress::Progress;
+use crate::progress::{Progress, Stage};
 use crate::rules::authorization_server::MetadataKind;
 use crate::rules::authorization_server::{self, Document};
 use crate::token;
@@ -87,38 +87,63 @@ pub(crate) struct Prober {
     client: Arc<HttpClient>,
     target: Arc<Target>,
     checks: Arc<Checks>,
-    /// The attempt under way, if any, and when it started: shared by the clones, so that a wait
-    /// ended by another target or a signal can say where this one had got to.
-    current: Arc<Mutex<Option<Started>>>,
+    /// The attempt under way, if any, and the last that ended: shared by the clones, so that a
+    /// wait ended by another target or a signal can say where this one had got to.
+    latest: Arc<Mutex<Latest>>,
 }
 
 /// An attempt under way: when it started, and where it is.
 type Started = (Instant, Arc<Track>);
 
+/// The attempt under way, or how many have ended and how the last one failed, changed under
+/// one lock: an attempt that ends just as the wait does (every attempt of a frozen provider ends
+/// at the deadline) is then either still under way or ended with its failure, never neither
+/// while its report is on its way to the caller.
+#[derive(Default)]
+struct Latest {
+    running: Option<Started>,
+    ended: u32,
+    last_failure: Option<Failure>,
+}
+
+/// A target's last word, read at once: where the attempt under way had got to or, between
+/// attempts, how many attempts ended and how the last one failed (`None`: it passed).
+#[derive(Debug, Default)]
+pub(crate) struct LastWord {
+    pub(crate) in_flight: Option<String>,
+    pub(crate) attempts: u32,
+    pub(crate) last_failure: Option<Failure>,
+}
+
 impl Prober {
     pub(crate) fn new(client: Arc<HttpClient>, target: Target, checks: Arc<Checks>) -> Prober {
-        Prober { client, target: Arc::new(target), checks, current: Arc::default() }
+        Prober { client, target: Arc::new(target), checks, latest: Arc::default() }
     }
 
-    /// Where the attempt under way has got to, or `None` between attempts: the link (with the
-    /// server it belongs to), the fetch's stage and host, and how long the attempt has run.
-    pub(crate) fn in_flight(&self) -> Option<String> {
-        let (started, track) = self.current.lock().ok()?.clone()?;
-        let (stage, host) = track.progress.at();
-        let (link, context) = track.at.lock().map(|at| at.clone()).unwrap_or_default();
-        let ran = crate::human::secs(started.elapsed());
-        Some(format!("{context}{stage} ({host}), {ran} into it, at the {} link", link.as_str()))
+    /// The target's last word: where the attempt under way has got to (the link with the server
+    /// it belongs to, the fetch's stage and host, how long it has run), or the last that ended.
+    pub(crate) fn last_word(&self) -> LastWord {
+        let Ok(latest) = self.latest.lock() else { return LastWord::default() };
+        let in_flight = latest.running.as_ref().map(|(started, track)| {
+            let (stage, host) = track.progress.at();
+            let (link, context) = track.at.lock().map(|at| at.clone()).unwrap_or_default();
+            let ran = crate::human::secs(started.elapsed());
+            format!("{context}{stage} ({host}), {ran} into it, at the {} link", link.as_str())
+        });
+        LastWord { in_flight, attempts: latest.ended, last_failure: latest.last_failure.clone() }
     }
 
     /// One attempt, over within `budget` whatever the network does.
     pub(crate) fn attempt(&self, budget: Duration) -> Result<Ready, Failure> {
         let track = Arc::new(Track::default());
-        if let Ok(mut current) = self.current.lock() {
-            *current = Some((Instant::now(), track.clone()));
+        if let Ok(mut latest) = self.latest.lock() {
+            latest.running = Some((Instant::now(), track.clone()));
         }
         let outcome = self.attempt_tracked(budget, track);
-        if let Ok(mut current) = self.current.lock() {
-            *current = None;
+        if let Ok(mut latest) = self.latest.lock() {
+            latest.running = None;
+            latest.ended += 1;
+            latest.last_failure = outcome.as_ref().err().cloned();
         }
         outcome
     }
@@ -142,12 +167,14 @@ impl Prober {
     fn run(&self, budget: Duration, track: &Track) -> Result<Ready, Failure> {
         let token = match &self.checks.token_file {
             None => None,
-            Some(path) => Some(
-                token::read(path)
-                    .map_err(|why| Failure::new(FailureClass::Token, format!("token file {} {why}", path.display())))?,
-            ),
+            Some(path) => {
+                track.progress.enter(Stage::ReadingTokenFile, &path.display().to_string());
+                let why = |why| Failure::new(FailureClass::Token, format!("token file {} {why}", path.display()));
+                Some(token::read(path).map_err(why)?)
+            }
         };
-        let headers = self.read_headers()?;
+        let headers = self.read_headers(&track.progress)?;
+        track.progress.enter(Stage::Resolving, "");
         let user_urls = match &*self.target {
             Target::Issuer { issuer, discovery_url } => vec![issuer.as_str(), discovery_url.as_deref().unwrap_or("")],
             Target::Resource { resource } => vec![resource.as_str()],
@@ -185,8 +212,9 @@ impl Prober {
 
 impl Prober {
     /// Every `--header-file`'s name and value, read now: mounted secrets rotate.
-    fn read_headers(&self) -> Result<Vec<(String, String)>, Failure> {
+    fn read_headers(&self, progress: &Progress) -> Result<Vec<(String, String)>, Failure> {
         let read = |h: &crate::config::HeaderFile| {
+            progress.enter(Stage::ReadingHeaderFile, &h.path.display().to_string());
             token::read_header_value(&h.path).map(|value| (h.name.clone(), value)).map_err(|why| {
                 let detail = format!("header file {} (for {}) {why}", h.path.display(), h.name);
                 Failure::new(FailureClass::HeaderFile, detail)
