@@ -290,7 +290,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         env: Some("WAIT_FOR_IDP_REFUSE_PRIVATE_ADDRESSES"),
         group: Network,
         brief: "Fail on private addresses, as SSRF guards do",
-        help: "Fail, as SSRF-guarded clients (ToolHive) do, when a name the gate fetches from resolves to a loopback, private, link-local or CGNAT address",
+        help: "Fail, as SSRF-guarded clients (ToolHive) do, when a name the gate fetches from resolves to an address of this host, a private, link-local, CGNAT or other non-public range, or an IPv6 form carrying one (docs/reference.md lists them)",
         ..SWITCH
     },
     Setting {
