@@ -11,10 +11,16 @@ use log::Level;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-/// How long the end of the run may spend saying so. Each sink (termination log, stdout, stderr)
-/// gets a thread; one that blocks (a stalled pipe, a FIFO, a hung mount) is left behind, and the
-/// process exits with its code all the same, within the promised deadline + 0.1 s.
+/// How long a sink may spend taking what it is given. Each sink (termination log, stdout, stderr)
+/// gets a thread; one that blocks (a stalled pipe, a FIFO, a hung mount) is left behind once it
+/// has been at its write this long, and the process exits with its code all the same, within the
+/// promised deadline + 0.1 s.
 pub(crate) const DELIVERY_BOUND: Duration = Duration::from_millis(40);
+/// How long a sink's thread may take to be scheduled at all. A thread that has not started is
+/// not blocked on anything outside the process: it waits for a CPU, as on a loaded node, and
+/// leaving it behind would lose the last word for no reason (seen: one run in ten at load 8).
+/// This only bounds a scheduler that never comes.
+const SCHEDULING_BOUND: Duration = Duration::from_secs(2);
 
 impl Conclusion {
     /// Writes the termination message, stdout and the log lines, each on a thread of its own,
@@ -62,26 +68,33 @@ fn shown(line: &str) -> String {
     screen_text::escape(&token::scrub(line), false).into_owned()
 }
 
-/// Runs each job on a thread of its own and waits for them at most [`DELIVERY_BOUND`].
+/// Runs each job on a thread of its own and waits for each until it is done, or until it has
+/// been at work for [`DELIVERY_BOUND`] (a sink that blocks), or, not yet started, for
+/// [`SCHEDULING_BOUND`].
 fn bounded(jobs: Vec<Box<dyn FnOnce() + Send>>) {
     let (tx, rx) = std::sync::mpsc::channel();
-    let mut sinks = 0;
+    let mut started: Vec<Option<Option<Instant>>> = Vec::new();
     for job in jobs {
-        let tx = tx.clone();
-        if std::thread::Builder::new()
-            .spawn(move || {
-                job();
-                let _ = tx.send(());
-            })
-            .is_ok()
-        {
-            sinks += 1;
+        let (tx, i) = (tx.clone(), started.len());
+        let spawned = std::thread::Builder::new().spawn(move || {
+            let _ = tx.send((i, false));
+            job();
+            let _ = tx.send((i, true));
+        });
+        if spawned.is_ok() {
+            // None: done; Some(None): not started; Some(Some(at)): at work since `at`.
+            started.push(Some(None));
         }
     }
-    let until = Instant::now() + DELIVERY_BOUND;
-    for _ in 0..sinks {
-        if rx.recv_timeout(until.saturating_duration_since(Instant::now())).is_err() {
-            break;
+    let scheduling = Instant::now() + SCHEDULING_BOUND;
+    loop {
+        let working = started.iter().flatten();
+        let until = working.map(|at| at.map_or(scheduling, |at| at + DELIVERY_BOUND)).max();
+        let Some(until) = until else { return };
+        match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok((i, true)) => started[i] = None,
+            Ok((i, false)) => started[i] = Some(Some(Instant::now())),
+            Err(_) => return,
         }
     }
 }
