@@ -4,11 +4,12 @@
 //! them these tests fail rather than skip, since a missing peer would otherwise pass silently.
 
 use crate::support::*;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 struct Peer {
     child: Child,
@@ -38,8 +39,10 @@ fn peer_dir() -> PathBuf {
 
 /// Starts a Node peer script on the reserved port: its socket is handed over as an inherited
 /// file descriptor, so the port is never free for another test to take, and connections are
-/// refused until the peer listens, `delay_ms` after it starts (a cold start).
-fn start(script: &str, ca: &TestCa, slot: Reserved, delay_ms: u64, env: &[(&str, &str)]) -> Peer {
+/// refused until the peer listens (a cold start). A test that needs refusals first starts the
+/// peer only once the gate has been seen to be refused ([`LiveGate::wait_logged`]): an event, not
+/// a guess at how long Node takes to boot.
+fn start(script: &str, ca: &TestCa, slot: Reserved, env: &[(&str, &str)]) -> Peer {
     let dir = peer_dir();
     assert!(
         dir.join("node_modules/oidc-provider").exists() && dir.join("node_modules/@modelcontextprotocol/sdk").exists(),
@@ -54,7 +57,6 @@ fn start(script: &str, ca: &TestCa, slot: Reserved, delay_ms: u64, env: &[(&str,
         .env("PEER_FD", socket.as_raw_fd().to_string())
         .env("PEER_CERT", cert)
         .env("PEER_KEY", key)
-        .env("PEER_DELAY_MS", delay_ms.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -65,13 +67,89 @@ fn start(script: &str, ca: &TestCa, slot: Reserved, delay_ms: u64, env: &[(&str,
 }
 
 /// oidc-provider for `issuer`, mounted under the issuer's path as a reverse proxy would.
-fn oidc_provider(ca: &TestCa, issuer: &str, slot: Reserved, delay_ms: u64) -> Peer {
-    start("provider.mjs", ca, slot, delay_ms, &[("PEER_ISSUER", issuer)])
+fn oidc_provider(ca: &TestCa, issuer: &str, slot: Reserved) -> Peer {
+    start("provider.mjs", ca, slot, &[("PEER_ISSUER", issuer)])
 }
 
 /// The MCP SDK serving a resource's metadata, listing `issuer` as its authorization server.
-fn mcp_server(ca: &TestCa, resource: &str, issuer: &str, mode: &str, slot: Reserved, delay_ms: u64) -> Peer {
-    start("mcp.mjs", ca, slot, delay_ms, &[("PEER_RESOURCE", resource), ("PEER_ISSUER", issuer), ("PEER_MODE", mode)])
+fn mcp_server(ca: &TestCa, resource: &str, issuer: &str, mode: &str, slot: Reserved) -> Peer {
+    start("mcp.mjs", ca, slot, &[("PEER_RESOURCE", resource), ("PEER_ISSUER", issuer), ("PEER_MODE", mode)])
+}
+
+/// The gate running in the background, its log (`-v`: every attempt) read as it is written, so
+/// that a test starts a peer when the gate has been seen to try it: the gate's log is the event.
+struct LiveGate {
+    child: Child,
+    started: Instant,
+    log: Arc<(Mutex<(String, bool)>, Condvar)>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    stdout: Option<std::thread::JoinHandle<String>>,
+}
+
+impl LiveGate {
+    fn spawn(mut cmd: Command) -> LiveGate {
+        cmd.arg("-v");
+        let started = Instant::now();
+        let mut child = cmd.spawn().expect("spawn wait-for-idp");
+        let log = Arc::new((Mutex::new((String::new(), false)), Condvar::new()));
+        let (stderr, shared) = (child.stderr.take().unwrap(), log.clone());
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                shared.0.lock().unwrap().0.push_str(&(line + "\n"));
+                shared.1.notify_all();
+            }
+            shared.0.lock().unwrap().1 = true;
+            shared.1.notify_all();
+        });
+        let mut out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        });
+        LiveGate { child, started, log, reader: Some(reader), stdout: Some(stdout) }
+    }
+
+    /// Blocks until the gate has logged `phrase`; fails if it exits first. No time bound of its
+    /// own: the gate's --timeout is the bound.
+    fn wait_logged(&self, phrase: &str) {
+        let (lock, cond) = &*self.log;
+        let mut state = lock.lock().unwrap();
+        while !state.0.contains(phrase) {
+            assert!(!state.1, "the gate ended without logging {phrase:?}:\n{}", state.0);
+            state = cond.wait(state).unwrap();
+        }
+    }
+
+    /// Waits for the gate to exit.
+    fn finish(mut self) -> Run {
+        let status = self.child.wait().unwrap();
+        let elapsed = self.started.elapsed();
+        self.reader.take().unwrap().join().unwrap();
+        let stdout = self.stdout.take().unwrap().join().unwrap();
+        let stderr = std::mem::take(&mut self.log.0.lock().unwrap().0);
+        Run { code: status.code(), stdout, stderr, elapsed }
+    }
+}
+
+impl Drop for LiveGate {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The gate's own promise that it notices a server as soon as it serves: the pause it scheduled
+/// after its last failed attempt (`-v` logs "next in 0.05s" for each). A refused connection costs
+/// the provider nothing and is retried within 0.1 s. This is read from the gate's schedule, not
+/// from the wall clock, which a loaded machine stretches.
+fn assert_retried_at_once(r: &Run) {
+    let last_failure = r.log().lines().filter(|l| l.contains(" attempt ") && l.contains("(next in ")).last();
+    let line = last_failure.unwrap_or_else(|| panic!("no failed attempt logged:\n{}", r.log()));
+    let pause = line.split("(next in ").nth(1).and_then(|rest| rest.split('s').next()).unwrap();
+    let pause: f64 = pause.parse().unwrap_or_else(|_| panic!("pause {pause:?} in {line:?}"));
+    assert!(line.contains("connection refused"), "the last failure is the refusal: {line}\n{}", r.log());
+    assert!(pause <= 0.1, "a refused connection is retried within 0.1 s, not {pause} s:\n{}", r.log());
 }
 
 #[test]
@@ -80,18 +158,16 @@ fn cold_start_gate_exits_right_after_the_provider_serves() {
     let ca = TestCa::new();
     let slot = Reserved::new();
     let issuer = slot.issuer("/realms/test");
-    let gate_started = Instant::now();
+    // A bound that only catches a hang: the provider starts once the gate has been refused.
     let mut cmd = gate_for(&ca, &issuer);
-    cmd.args(["--timeout", "60s", "--fail-closed", "--strict"]);
-    let gate_child = std::thread::spawn(move || run(cmd));
-    // The provider comes up about 1.5 s (+ Node's start) after the gate.
-    let mut peer = oidc_provider(&ca, &issuer, slot, 1500);
-    let listening_at = peer.listening();
-    let r = gate_child.join().unwrap();
+    cmd.args(["--timeout", "15m", "--fail-closed", "--strict"]);
+    let gate = LiveGate::spawn(cmd);
+    gate.wait_logged("connect: connection refused");
+    let mut peer = oidc_provider(&ca, &issuer, slot);
+    peer.listening();
+    let r = gate.finish();
     assert_exit(&r, 0);
-    assert_logged(&r, &["connect: connection refused"]);
-    let lag = (gate_started + r.elapsed).saturating_duration_since(listening_at);
-    assert!(lag < Duration::from_millis(600), "exited {lag:?} after the provider served\n{}", r.log());
+    assert_retried_at_once(&r);
 }
 
 #[test]
@@ -100,7 +176,7 @@ fn certified_provider_passes_strict_and_once_shows_its_endpoints() {
     let ca = TestCa::new();
     let slot = Reserved::new();
     let issuer = slot.issuer("");
-    let mut peer = oidc_provider(&ca, &issuer, slot, 0);
+    let mut peer = oidc_provider(&ca, &issuer, slot);
     peer.listening();
     let r = run_args(gate_for(&ca, &issuer), &["--once", "--strict"]);
     assert_exit(&r, 0);
@@ -114,7 +190,7 @@ fn issuer_mismatch_against_the_certified_provider() {
     let ca = TestCa::new();
     let slot = Reserved::new();
     let issuer = slot.issuer("/realms/test");
-    let mut peer = oidc_provider(&ca, &issuer, slot, 0);
+    let mut peer = oidc_provider(&ca, &issuer, slot);
     peer.listening();
     // Same metadata URL (one trailing slash is removed before appending), different issuer.
     let r = run_args(gate_for(&ca, &format!("{issuer}/")), &["--once"]);
@@ -140,7 +216,7 @@ fn oauth_and_auto_against_oidc_provider_with_and_without_a_path() {
     for (path, oauth_exit, passes_at) in [("", 0, MetadataKind::OAuth), ("/realms/test", 1, MetadataKind::Oidc)] {
         let slot = Reserved::new();
         let issuer = slot.issuer(path);
-        let mut peer = oidc_provider(&ca, &issuer, slot, 0);
+        let mut peer = oidc_provider(&ca, &issuer, slot);
         peer.listening();
         let r = run_args(gate_for(&ca, &issuer), &["--metadata", "oauth", "--once"]);
         assert_exit(&r, oauth_exit);
@@ -160,7 +236,7 @@ fn mcp_sdk_resource_and_authorization_server_are_discovered_end_to_end() {
     let ca = TestCa::new();
     let slot = Reserved::new();
     let (resource, issuer) = (slot.issuer("/tenant/mcp"), slot.issuer(""));
-    let mut peer = mcp_server(&ca, &resource, &issuer, "metadata", slot, 0);
+    let mut peer = mcp_server(&ca, &resource, &issuer, "metadata", slot);
     peer.listening();
     let mut cmd = gate();
     cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
@@ -182,26 +258,21 @@ fn mcp_cold_start_resource_and_authorization_server_come_up_at_different_moments
     let (rs_slot, as_slot) = (Reserved::new(), Reserved::new());
     let resource = rs_slot.issuer("/tenant/mcp");
     let issuer = as_slot.issuer("/realms/test");
-    let gate_started = Instant::now();
+    // Each server starts once the gate has been seen refused by it, so the order is the events'
+    // and not Node's boot times; the timeout only catches a hang.
     let mut cmd = gate();
-    cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--timeout", "60s", "--fail-closed"]);
-    let gate_child = std::thread::spawn(move || run(cmd));
-    let mut rs = mcp_server(&ca, &resource, &issuer, "metadata", rs_slot, 800);
-    let mut idp = oidc_provider(&ca, &issuer, as_slot, 2000);
-    let (rs_at, as_at) = (rs.listening(), idp.listening());
-    assert!(as_at > rs_at, "the authorization server comes up last");
-    let r = gate_child.join().unwrap();
+    cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--timeout", "15m", "--fail-closed"]);
+    let gate = LiveGate::spawn(cmd);
+    gate.wait_logged("connect: MCP endpoint: connection refused");
+    let mut rs = mcp_server(&ca, &resource, &issuer, "metadata", rs_slot);
+    rs.listening();
+    gate.wait_logged(&format!("connect: authorization server {issuer}: connection refused"));
+    let mut idp = oidc_provider(&ca, &issuer, as_slot);
+    idp.listening();
+    let r = gate.finish();
     assert_exit(&r, 0);
-    assert_logged(
-        &r,
-        &[
-            "connect: MCP endpoint: connection refused",
-            &format!("connect: authorization server {issuer}: connection refused"),
-            "passed: resource metadata at",
-        ],
-    );
-    let lag = (gate_started + r.elapsed).saturating_duration_since(as_at);
-    assert!(lag < Duration::from_millis(600), "exited {lag:?} after the last server served\n{}", r.log());
+    assert_logged(&r, &["passed: resource metadata at"]);
+    assert_retried_at_once(&r);
 }
 
 /// No metadata at either well-known location: the SDK's requireBearerAuth answers the resource's
@@ -212,7 +283,7 @@ fn mcp_sdk_challenge_names_the_metadata() {
     let ca = TestCa::new();
     let slot = Reserved::new();
     let (resource, issuer) = (slot.issuer("/tenant/mcp"), slot.issuer(""));
-    let mut peer = mcp_server(&ca, &resource, &issuer, "challenge", slot, 0);
+    let mut peer = mcp_server(&ca, &resource, &issuer, "challenge", slot);
     peer.listening();
     let mut cmd = gate();
     cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once", "--output", "json"]);
@@ -233,7 +304,7 @@ fn mcp_sdk_resource_mismatch_and_a_server_whose_issuer_differs() {
     let slot = Reserved::new();
     let (resource, issuer) = (slot.issuer("/tenant/mcp"), slot.issuer(""));
     let announced = issuer_at("127.0.0.1", slot.port, "/tenant/mcp");
-    let mut peer = mcp_server(&ca, &announced, &issuer, "metadata", slot, 0);
+    let mut peer = mcp_server(&ca, &announced, &issuer, "metadata", slot);
     peer.listening();
     let mut cmd = gate();
     cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--once"]);
@@ -248,8 +319,8 @@ fn mcp_sdk_resource_mismatch_and_a_server_whose_issuer_differs() {
     let (rs_slot, as_slot) = (Reserved::new(), Reserved::new());
     let resource = rs_slot.issuer("/mcp");
     let issuer = as_slot.issuer("/realms/test");
-    let mut idp = oidc_provider(&ca, &issuer, as_slot, 0);
-    let mut rs = mcp_server(&ca, &resource, &format!("{issuer}/"), "metadata", rs_slot, 0);
+    let mut idp = oidc_provider(&ca, &issuer, as_slot);
+    let mut rs = mcp_server(&ca, &resource, &format!("{issuer}/"), "metadata", rs_slot);
     idp.listening();
     rs.listening();
     let mut cmd = gate();
