@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 struct Peer {
     child: Child,
@@ -128,7 +128,7 @@ impl LiveGate {
         self.reader.take().unwrap().join().unwrap();
         let stdout = self.stdout.take().unwrap().join().unwrap();
         let stderr = std::mem::take(&mut self.log.0.lock().unwrap().0);
-        Run { code: status.code(), stdout, stderr, elapsed }
+        Run { code: status.code(), stdout, stderr, elapsed, starved: Duration::ZERO }
     }
 }
 
