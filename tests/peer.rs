@@ -144,7 +144,7 @@ impl Drop for LiveGate {
 /// the provider nothing and is retried within 0.1 s. This is read from the gate's schedule, not
 /// from the wall clock, which a loaded machine stretches.
 fn assert_retried_at_once(r: &Run) {
-    let last_failure = r.log().lines().filter(|l| l.contains(" attempt ") && l.contains("(next in ")).last();
+    let last_failure = r.log().lines().rfind(|l| l.contains(" attempt ") && l.contains("(next in "));
     let line = last_failure.unwrap_or_else(|| panic!("no failed attempt logged:\n{}", r.log()));
     let pause = line.split("(next in ").nth(1).and_then(|rest| rest.split('s').next()).unwrap();
     let pause: f64 = pause.parse().unwrap_or_else(|_| panic!("pause {pause:?} in {line:?}"));

@@ -119,20 +119,21 @@ pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
         s
     });
     let mut last_poll = own();
-    let status = loop {
+    loop {
         starvation.sample(child.id());
         if exited(child.id()) {
             starvation.sample(child.id());
             own_starved += own().saturating_sub(last_poll);
-            break child.wait().unwrap();
+            break;
         }
         if started.elapsed() > limit {
             let _ = child.kill();
-            break child.wait().unwrap();
+            break;
         }
         last_poll = own();
         std::thread::sleep(Duration::from_millis(2));
-    };
+    }
+    let status = child.wait().unwrap();
     let elapsed = started.elapsed();
     let starved = starvation.total() + own_starved;
     Run {
