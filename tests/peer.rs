@@ -4,12 +4,11 @@
 //! them these tests fail rather than skip, since a missing peer would otherwise pass silently.
 
 use crate::support::*;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 struct Peer {
     child: Child,
@@ -76,71 +75,8 @@ fn mcp_server(ca: &TestCa, resource: &str, issuer: &str, mode: &str, slot: Reser
     start("mcp.mjs", ca, slot, &[("PEER_RESOURCE", resource), ("PEER_ISSUER", issuer), ("PEER_MODE", mode)])
 }
 
-/// The gate running in the background, its log (`-v`: every attempt) read as it is written, so
-/// that a test starts a peer when the gate has been seen to try it: the gate's log is the event.
-struct LiveGate {
-    child: Child,
-    started: Instant,
-    log: Arc<(Mutex<(String, bool)>, Condvar)>,
-    reader: Option<std::thread::JoinHandle<()>>,
-    stdout: Option<std::thread::JoinHandle<String>>,
-}
-
-impl LiveGate {
-    fn spawn(mut cmd: Command) -> LiveGate {
-        cmd.arg("-v");
-        let started = Instant::now();
-        let mut child = cmd.spawn().expect("spawn wait-for-idp");
-        let log = Arc::new((Mutex::new((String::new(), false)), Condvar::new()));
-        let (stderr, shared) = (child.stderr.take().unwrap(), log.clone());
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                shared.0.lock().unwrap().0.push_str(&(line + "\n"));
-                shared.1.notify_all();
-            }
-            shared.0.lock().unwrap().1 = true;
-            shared.1.notify_all();
-        });
-        let mut out = child.stdout.take().unwrap();
-        let stdout = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        });
-        LiveGate { child, started, log, reader: Some(reader), stdout: Some(stdout) }
-    }
-
-    /// Blocks until the gate has logged `phrase`; fails if it exits first. No time bound of its
-    /// own: the gate's --timeout is the bound.
-    fn wait_logged(&self, phrase: &str) {
-        let (lock, cond) = &*self.log;
-        let mut state = lock.lock().unwrap();
-        while !state.0.contains(phrase) {
-            assert!(!state.1, "the gate ended without logging {phrase:?}:\n{}", state.0);
-            state = cond.wait(state).unwrap();
-        }
-    }
-
-    /// Waits for the gate to exit.
-    fn finish(mut self) -> Run {
-        let status = self.child.wait().unwrap();
-        let elapsed = self.started.elapsed();
-        self.reader.take().unwrap().join().unwrap();
-        let stdout = self.stdout.take().unwrap().join().unwrap();
-        let stderr = std::mem::take(&mut self.log.0.lock().unwrap().0);
-        Run { code: status.code(), stdout, stderr, elapsed, starved: Duration::ZERO }
-    }
-}
-
-impl Drop for LiveGate {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The gate's own promise that it notices a server as soon as it serves: the pause it scheduled
-/// after its last failed attempt (`-v` logs "next in 0.05s" for each). A refused connection costs
+/// after its last failed attempt (with `-v` it logs "next in 0.05s" for each). A refused connection costs
 /// the provider nothing and is retried within 0.1 s. This is read from the gate's schedule, not
 /// from the wall clock, which a loaded machine stretches.
 fn assert_retried_at_once(r: &Run) {
@@ -161,6 +97,7 @@ fn cold_start_gate_exits_right_after_the_provider_serves() {
     // A bound that only catches a hang: the provider starts once the gate has been refused.
     let mut cmd = gate_for(&ca, &issuer);
     cmd.args(["--timeout", "15m", "--fail-closed", "--strict"]);
+    cmd.arg("-v");
     let gate = LiveGate::spawn(cmd);
     gate.wait_logged("connect: connection refused");
     let mut peer = oidc_provider(&ca, &issuer, slot);
@@ -262,6 +199,7 @@ fn mcp_cold_start_resource_and_authorization_server_come_up_at_different_moments
     // and not Node's boot times; the timeout only catches a hang.
     let mut cmd = gate();
     cmd.args(["--resource", &resource, "--ca-file", &ca.ca_arg(), "--timeout", "15m", "--fail-closed"]);
+    cmd.arg("-v");
     let gate = LiveGate::spawn(cmd);
     gate.wait_logged("connect: MCP endpoint: connection refused");
     let mut rs = mcp_server(&ca, &resource, &issuer, "metadata", rs_slot);

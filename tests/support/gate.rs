@@ -1,8 +1,9 @@
 //! The real binary, run with a clean environment and measured on the monotonic clock.
 
 use super::pki::TestCa;
-use std::io::Read;
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The outcome of one run of the binary.
@@ -104,8 +105,7 @@ pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
     let own_before = own();
     let started = Instant::now();
     let mut child = cmd.spawn().expect("spawn wait-for-idp");
-    let mut own_starved = own().saturating_sub(own_before);
-    let mut starvation = Starvation::default();
+    let own_starved = own().saturating_sub(own_before);
     // Either stream may have been redirected elsewhere by the test (a file, /dev/full).
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let out_thread = std::thread::spawn(move || {
@@ -118,12 +118,29 @@ pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
         let _ = stderr.map(|mut e| e.read_to_string(&mut s));
         s
     });
-    let mut last_poll = own();
+    let (status, starved) = watch(&mut child, started, limit);
+    let elapsed = started.elapsed();
+    let starved = starved + own_starved;
+    Run {
+        code: status.code(),
+        stdout: out_thread.join().unwrap(),
+        stderr: err_thread.join().unwrap(),
+        elapsed,
+        starved,
+    }
+}
+
+/// Polls the child until it exits (or kills it after `limit` from `started`), sampling its
+/// threads' run-queue waits; returns its status and what the machine's load took from it and
+/// from this thread's noticing its exit.
+fn watch(child: &mut Child, started: Instant, limit: Duration) -> (std::process::ExitStatus, Duration) {
+    let own = || run_delay("thread-self");
+    let (mut starvation, mut own_starved, mut last_poll) = (Starvation::default(), Duration::ZERO, own());
     loop {
         starvation.sample(child.id());
         if exited(child.id()) {
             starvation.sample(child.id());
-            own_starved += own().saturating_sub(last_poll);
+            own_starved = own().saturating_sub(last_poll);
             break;
         }
         if started.elapsed() > limit {
@@ -133,15 +150,71 @@ pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
         last_poll = own();
         std::thread::sleep(Duration::from_millis(2));
     }
-    let status = child.wait().unwrap();
-    let elapsed = started.elapsed();
-    let starved = starvation.total() + own_starved;
-    Run {
-        code: status.code(),
-        stdout: out_thread.join().unwrap(),
-        stderr: err_thread.join().unwrap(),
-        elapsed,
-        starved,
+    (child.wait().unwrap(), starvation.total() + own_starved)
+}
+
+/// The gate running in the background, its log read as it is written, so that a test acts when
+/// the gate has been seen to do something (be refused, say): the gate's log is the event, not a
+/// guess at how long a process takes to start on this machine.
+pub struct LiveGate {
+    child: Child,
+    started: Instant,
+    log: Arc<(Mutex<(String, bool)>, Condvar)>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    stdout: Option<std::thread::JoinHandle<String>>,
+}
+
+impl LiveGate {
+    pub fn spawn(mut cmd: Command) -> LiveGate {
+        let started = Instant::now();
+        let mut child = cmd.spawn().expect("spawn wait-for-idp");
+        let log = Arc::new((Mutex::new((String::new(), false)), Condvar::new()));
+        let (stderr, shared) = (child.stderr.take().unwrap(), log.clone());
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                shared.0.lock().unwrap().0.push_str(&(line + "\n"));
+                shared.1.notify_all();
+            }
+            shared.0.lock().unwrap().1 = true;
+            shared.1.notify_all();
+        });
+        let mut out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        });
+        LiveGate { child, started, log, reader: Some(reader), stdout: Some(stdout) }
+    }
+
+    /// Blocks until the gate has logged `phrase`; fails if it exits first. No time bound of its
+    /// own: the gate's --timeout is the bound.
+    pub fn wait_logged(&self, phrase: &str) {
+        let (lock, cond) = &*self.log;
+        let mut state = lock.lock().unwrap();
+        while !state.0.contains(phrase) {
+            assert!(!state.1, "the gate ended without logging {phrase:?}:\n{}", state.0);
+            state = cond.wait(state).unwrap();
+        }
+    }
+
+    /// Waits for the gate to exit (killing it after 15 minutes, which only a hang reaches). Its
+    /// threads' waits for a CPU are read from here on (cumulative: a thread that ended before
+    /// this call is the only part not seen).
+    pub fn finish(mut self) -> Run {
+        let (status, starved) = watch(&mut self.child, self.started, Duration::from_secs(15 * 60));
+        let elapsed = self.started.elapsed();
+        self.reader.take().unwrap().join().unwrap();
+        let stdout = self.stdout.take().unwrap().join().unwrap();
+        let stderr = std::mem::take(&mut self.log.0.lock().unwrap().0);
+        Run { code: status.code(), stdout, stderr, elapsed, starved }
+    }
+}
+
+impl Drop for LiveGate {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
