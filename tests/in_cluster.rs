@@ -151,19 +151,22 @@ fn a_token_file_http_cannot_send_is_named() {
     }
     // Valid when checked, spoilt before a later attempt (a rotation gone wrong): class token,
     // the file named, and no request sent with it.
-    let down = always_503(&ca);
+    // The provider spoils it as it answers the first attempt: the order is the events' whatever
+    // the machine's load, and attempts, not a short deadline, end the run.
     std::fs::write(&token_file, "good-token").unwrap();
     let path = token_file.clone();
-    let spoil = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        std::fs::write(path, "\u{feff}good-token").unwrap();
-    });
+    let down = Provider::start(
+        tls_mode(ca.leaf(&["localhost"])),
+        reply(move |_, _| {
+            std::fs::write(&path, "\u{feff}good-token").unwrap();
+            Reply::text(503, "no healthy upstream")
+        }),
+    );
     let mut cmd = gate();
     cmd.args(["--issuer", &down.issuer(""), "--ca-file", &ca.ca_arg(), "--interval", "200ms"])
-        .args(["--timeout", "2s", "--fail-closed", "--token-file"])
+        .args(["--timeout", "5m", "--max-attempts", "3", "--fail-closed", "--token-file"])
         .arg(&token_file);
     let r = run(cmd);
-    spoil.join().unwrap();
     assert_exit(&r, 1);
     assert_logged(&r, &[&token_file.display().to_string(), "printable ASCII only", "last failure: token"]);
     drop(p);
@@ -177,23 +180,22 @@ fn token_file_is_reread_on_every_attempt() {
     let slot = Reserved::new();
     let iss = slot.issuer("");
     let doc = discovery_doc(&iss);
+    // Rotated once the provider has refused the old token: an event, not a race with the start.
+    let path = token_file.clone();
     let p = slot.listen(
         tls_mode(ca.leaf(&["localhost"])),
         Arc::new(move |req, _| match req.header("authorization") {
             Some("Bearer new-token") => Reply::json(200, doc.clone()),
-            _ => Reply::json(401, "{}"),
+            _ => {
+                std::fs::write(&path, "new-token\n").unwrap();
+                Reply::json(401, "{}")
+            }
         }),
     );
-    let path = token_file.clone();
-    let rotate = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(700));
-        std::fs::write(path, "new-token\n").unwrap();
-    });
     let mut cmd = gate();
     cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--interval", "200ms", "--timeout", "10s", "--token-file"])
         .arg(&token_file);
     let r = run(cmd);
-    rotate.join().unwrap();
     assert_exit(&r, 0);
     let seen: Vec<String> =
         p.seen.lock().unwrap().iter().filter_map(|r| r.header("authorization").map(String::from)).collect();
