@@ -14,7 +14,8 @@ pub struct Run {
     pub stderr: String,
     pub elapsed: Duration,
     /// How long the kernel kept the gate's threads (summed) and the measuring thread waiting for
-    /// a CPU while the gate ran: time a loaded machine took from it, which no program can keep
+    /// a CPU while the gate ran, and how long the gate took to reach its main() (placed by its
+    /// first log line's own clock): time a loaded machine took from it, which no program can keep
     /// a wall-clock promise through. Zero on an idle machine, so the timed assertions that
     /// excuse it are as strict there as without it.
     pub starved: Duration,
@@ -84,6 +85,13 @@ impl Starvation {
     }
 }
 
+/// The gate's own clock on a log line, `wait-for-idp +1.234s ...`: how long after its start it
+/// wrote the line.
+fn own_clock(line: &str) -> Option<Duration> {
+    let rest = line.strip_prefix("wait-for-idp +")?;
+    Duration::try_from_secs_f64(rest.split_once("s ")?.0.parse().ok()?).ok()
+}
+
 /// Whether the child has exited, without reaping it: its threads' run-queue waits stay readable
 /// until it is reaped.
 fn exited(pid: u32) -> bool {
@@ -114,20 +122,26 @@ pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
         s
     });
     let err_thread = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.map(|mut e| e.read_to_string(&mut s));
-        s
+        let (mut s, mut first_word) = (String::new(), None);
+        if let Some(e) = stderr {
+            let mut e = BufReader::new(e);
+            while e.read_line(&mut s).is_ok_and(|n| n > 0) {
+                first_word = first_word.or_else(|| own_clock(&s).map(|at| (Instant::now(), at)));
+            }
+        }
+        (s, first_word)
     });
     let (status, starved) = watch(&mut child, started, limit);
-    let elapsed = started.elapsed();
-    let starved = starved + own_starved;
-    Run {
-        code: status.code(),
-        stdout: out_thread.join().unwrap(),
-        stderr: err_thread.join().unwrap(),
-        elapsed,
-        starved,
-    }
+    let noticed = Instant::now();
+    let (stderr, first_word) = err_thread.join().unwrap();
+    // Before its main() the gate can do nothing: a loaded machine's fork, exec and page-ins
+    // (seconds, once, under a compiling cargo) are not its run. Its start is placed by its first
+    // log line: received at `heard`, stamped `+at` on its own clock, so it started no later than
+    // heard - at; what precedes that is excused, and an idle machine loses only milliseconds.
+    let before_main = first_word.map_or(Duration::ZERO, |(heard, at)| heard.saturating_duration_since(started + at));
+    let elapsed = noticed - started;
+    let starved = starved + own_starved + before_main.min(elapsed);
+    Run { code: status.code(), stdout: out_thread.join().unwrap(), stderr, elapsed, starved }
 }
 
 /// Polls the child until it exits (or kills it after `limit` from `started`), sampling its
