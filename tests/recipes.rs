@@ -5,7 +5,6 @@
 use crate::support::*;
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 /// Where the recipes live.
 const RECIPES: &str = "docs/deploy.md";
@@ -82,7 +81,7 @@ fn the_keycloak_healthcheck_recipe_passes_on_a_production_keycloak() {
     let dir = tempfile::tempdir().unwrap();
     let hostname = Some("https://sso.example.com".to_string());
     let mut kc = Keycloak::start(&ca, KeycloakMode::Production { hostname, http: true }, dir.path());
-    kc.wait_started(Duration::from_secs(300));
+    kc.wait_started();
     let local = |arg: &str| {
         arg.replace("localhost:8443", &format!("127.0.0.1:{}", kc.https_port))
             .replace("localhost:8080", &format!("127.0.0.1:{}", kc.http_port))

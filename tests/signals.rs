@@ -57,9 +57,15 @@ fn sigterm_as_pid_1_ends_the_wait_promptly() {
     let pid: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
     let status_line = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     assert!(status_line.lines().any(|l| l.starts_with("NSpid:") && l.trim_end().ends_with("\t1")), "{status_line}");
+    // What the machine's load keeps the gate from running is excused from the 500 ms: its
+    // threads' run-queue waits from the signal on, sampled until it is gone.
+    let mut starvation = Starvation::default();
+    starvation.sample(pid as u32);
+    let before = starvation.total();
     let sent = Instant::now();
     assert!(std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
     let status = loop {
+        starvation.sample(pid as u32);
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
@@ -67,8 +73,9 @@ fn sigterm_as_pid_1_ends_the_wait_promptly() {
         std::thread::sleep(Duration::from_millis(1));
     };
     let took = sent.elapsed();
+    let starved = starvation.total().saturating_sub(before);
     assert_eq!(status.code(), Some(143));
-    assert!(took < Duration::from_millis(500), "took {took:?}");
+    assert!(took.saturating_sub(starved) < Duration::from_millis(500), "took {took:?} ({starved:?} waiting for a CPU)");
     let line = std::fs::read_to_string(&log).unwrap();
     assert!(line.starts_with("interrupted by SIGTERM"), "{line}");
 }

@@ -4,7 +4,6 @@
 // Environment:
 //   PEER_FD        a bound, not yet listening socket inherited from the test (it reserved the port)
 //   PEER_CERT, PEER_KEY   PEM files
-//   PEER_DELAY_MS  wait before listening: a cold start (connections are refused until then)
 //   PEER_RESOURCE  the resource URL the metadata announces (RFC 9728 `resource`)
 //   PEER_ISSUER    the authorization server to list; when it is this server's own origin, the
 //                  SDK's own authorization server metadata (RFC 8414) is served too
@@ -23,7 +22,6 @@ import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middlew
 const resource = new URL(process.env.PEER_RESOURCE);
 const issuerUrl = new URL(process.env.PEER_ISSUER);
 const mode = process.env.PEER_MODE || 'metadata';
-const delay = Number(process.env.PEER_DELAY_MS || 0);
 
 // Metadata only: no client ever registers, authorizes or gets a token here.
 const provider = {
@@ -43,9 +41,7 @@ if (mode === 'challenge') {
   app.use(resource.pathname, requireBearerAuth({ verifier: provider }));
 }
 
-setTimeout(() => {
-  const server = createServer({ cert: readFileSync(process.env.PEER_CERT), key: readFileSync(process.env.PEER_KEY) }, app);
-  server.listen({ fd: Number(process.env.PEER_FD) }, () => console.log('listening'));
-}, delay);
+const server = createServer({ cert: readFileSync(process.env.PEER_CERT), key: readFileSync(process.env.PEER_KEY) }, app);
+server.listen({ fd: Number(process.env.PEER_FD) }, () => console.log('listening'));
 
 process.on('SIGTERM', () => process.exit(0));

@@ -1,14 +1,14 @@
 // A certified OpenID Provider (panva/oidc-provider) over HTTPS on loopback, for the peer tests.
 // Environment: PEER_ISSUER (exact issuer), PEER_FD (a bound, not yet listening socket inherited
-// from the test, which reserved its port), PEER_CERT and PEER_KEY (PEM files), PEER_DELAY_MS
-// (wait before listening: a cold start). Prints "listening" once it serves.
+// from the test, which reserved its port), PEER_CERT and PEER_KEY (PEM files). Connections are
+// refused until it listens: a test makes a cold start by starting it late. Prints "listening"
+// once it serves.
 import { createServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import Provider from 'oidc-provider';
 
 const issuer = process.env.PEER_ISSUER;
 const fd = Number(process.env.PEER_FD);
-const delay = Number(process.env.PEER_DELAY_MS || 0);
 
 const provider = new Provider(issuer, {
   clients: [{ client_id: 'gate-test', client_secret: 'not-a-secret', redirect_uris: ['https://app.test/cb'] }],
@@ -28,10 +28,8 @@ const handler = (req, res) => {
   callback(req, res);
 };
 
-setTimeout(() => {
-  const server = createServer({ cert: readFileSync(process.env.PEER_CERT), key: readFileSync(process.env.PEER_KEY) }, handler);
-  // The socket is bound to loopback by the test; provider.listen() would bind every interface.
-  server.listen({ fd }, () => console.log('listening'));
-}, delay);
+const server = createServer({ cert: readFileSync(process.env.PEER_CERT), key: readFileSync(process.env.PEER_KEY) }, handler);
+// The socket is bound to loopback by the test; provider.listen() would bind every interface.
+server.listen({ fd }, () => console.log('listening'));
 
 process.on('SIGTERM', () => process.exit(0));
