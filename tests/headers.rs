@@ -5,6 +5,7 @@
 //! or value HTTP cannot send is exit 2 naming the file, and class `header-file` at run time.
 
 use crate::support::*;
+use std::time::Duration;
 use serde_json::Value;
 use std::sync::Arc;
 

@@ -488,6 +488,8 @@ fn finish(child: std::process::Child, started: std::time::Instant) -> Run {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         elapsed: started.elapsed(),
+        // Not watched: this test's bounds are on what the gate says, not on its wall time.
+        starved: std::time::Duration::ZERO,
     }
 }
 
