@@ -5,9 +5,9 @@
 //! or value HTTP cannot send is exit 2 naming the file, and class `header-file` at run time.
 
 use crate::support::*;
-use std::time::Duration;
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Duration;
 
 const ID: &str = "0123456789abcdef0123456789abcdef.access";
 const SECRET: &str = "cf-secret-5f2b8c1d9e7a4b3c6d0e1f2a3b4c5d6e";
