@@ -320,26 +320,49 @@ impl HttpClient {
         headers: &[&(&str, String)],
         progress: &Arc<Progress>,
     ) -> Result<Fetched, FetchError> {
+        let sent: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
+        self.exchange(target, None, budget, &sent, progress)
+    }
+
+    /// One request, a GET or (with a body) a POST, written as Go's transport writes it, and its
+    /// response read as far as the gate reads it. Redirects are the caller's.
+    pub(super) fn exchange(
+        &self,
+        target: &str,
+        body: Option<&[u8]>,
+        budget: Duration,
+        headers: &[(&str, &str)],
+        progress: &Arc<Progress>,
+    ) -> Result<Fetched, FetchError> {
         let parts = url::split(target).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
         let host = parts.bare_host().to_string();
         progress.enter(Stage::Resolving, &host);
-        let sent: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
-        let agent = self.agent(progress, target, &sent);
-        // Go writes the URL's host as given, a default port too (`https://h:443/` sends
-        // `Host: h:443`); ureq would drop it, and a provider that builds its issuer from Host
-        // then publishes another one than the client compares.
-        let mut request =
-            agent.get(target).config().timeout_global(Some(budget)).proxy(None).build().header("host", parts.authority);
+        let agent = self.agent(progress, target, headers);
         // Go's transport asks for gzip and decodes it itself, unless the caller asked for an
         // encoding (a --header-file may): then the body is the caller's to decode, as here.
         let asks_gzip = !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("accept-encoding"));
-        if asks_gzip {
-            request = request.header("accept-encoding", "gzip");
+        // Go writes the URL's host as given, a default port too (`https://h:443/` sends
+        // `Host: h:443`); ureq would drop it, and a provider that builds its issuer from Host
+        // then publishes another one than the client compares. The proxy is the connector's.
+        fn written<B>(
+            request: ureq::RequestBuilder<B>,
+            budget: Duration,
+            authority: &str,
+            asks_gzip: bool,
+            headers: &[(&str, &str)],
+        ) -> ureq::RequestBuilder<B> {
+            let mut request =
+                request.config().timeout_global(Some(budget)).proxy(None).build().header("host", authority);
+            if asks_gzip {
+                request = request.header("accept-encoding", "gzip");
+            }
+            headers.iter().fold(request, |request, (name, value)| request.header(*name, *value))
         }
-        for (name, value) in headers {
-            request = request.header(*name, value);
-        }
-        let response = request.call().map_err(|e| classify(e, progress, budget))?;
+        let response = match body {
+            None => written(agent.get(target), budget, parts.authority, asks_gzip, headers).call(),
+            Some(body) => written(agent.post(target), budget, parts.authority, asks_gzip, headers).send(body),
+        };
+        let response = response.map_err(|e| classify(e, progress, budget))?;
         read(response, target, &host, progress, budget, asks_gzip)
     }
 }

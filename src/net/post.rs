@@ -1,10 +1,9 @@
-//! One POST with the GET's agent and response reading ([`super::http`]): an MCP client's first
-//! request to its server is a POST (`server/discover`, then `initialize`).
+//! One POST on the GET's exchange ([`super::http`]): an MCP client's first request to its
+//! server is a POST (`server/discover`, then `initialize`).
 
-use super::http::{FetchError, HttpClient, classify};
-use super::response::{Fetched, read};
-use crate::progress::{Progress, Stage};
-use crate::url;
+use super::http::{FetchError, HttpClient};
+use super::response::Fetched;
+use crate::progress::Progress;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,24 +18,7 @@ impl HttpClient {
         headers: &[(&str, String)],
         progress: &Arc<Progress>,
     ) -> Result<Fetched, FetchError> {
-        let parts = url::split(target).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
-        let host = parts.bare_host().to_string();
-        progress.enter(Stage::Resolving, &host);
-        // As the GET: the proxy is the connector's choice, Host as the URL gives it, gzip asked for.
         let sent: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
-        let mut request = self
-            .agent(progress, target, &sent)
-            .post(target)
-            .config()
-            .timeout_global(Some(budget))
-            .proxy(None)
-            .build()
-            .header("host", parts.authority)
-            .header("accept-encoding", "gzip");
-        for (name, value) in headers {
-            request = request.header(*name, value);
-        }
-        let response = request.send(body).map_err(|e| classify(e, progress, budget))?;
-        read(response, target, &host, progress, budget, true)
+        self.exchange(target, Some(body), budget, &sent, progress)
     }
 }
