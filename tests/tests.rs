@@ -18,6 +18,7 @@ mod discovery_chains;
 mod documents;
 mod exec;
 mod fetch_differential;
+mod first_run;
 mod fuzz_seeds;
 mod headers;
 mod image;

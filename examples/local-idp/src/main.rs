@@ -1,13 +1,19 @@
-//! A local OpenID provider that comes up late, for a first run that needs no identity provider:
+//! A local OpenID provider that comes up late, for a first run that needs no identity provider
+//! (the README's "Try it without a provider"):
 //!
 //! ```sh
-//! cargo run --release --example local-idp -- --ready-after 5s
+//! cargo run --manifest-path examples/local-idp/Cargo.toml -- --ready-after 5s
 //! target/release/wait-for-idp --issuer https://localhost:8443 --ca-file target/local-idp/ca.pem
 //! ```
 //!
 //! It makes a throwaway CA, writes it to `target/local-idp/ca.pem`, prints the gate command to try,
 //! and returns; a background copy of itself refuses connections until `--ready-after` has passed,
-//! then serves a discovery document over TLS on loopback for `--serve-for` (a minute), and exits.
+//! then serves a discovery document and the JWK Set it names over TLS on loopback for
+//! `--serve-for` (ten minutes: time to try a few flags against it), and exits.
+//!
+//! A package of its own rather than an example of the gate's: cargo builds all of a package's
+//! dev-dependencies for any of its examples, and the gate's library again with their features.
+//! Its tests are the gate's (`tests/first_run.rs`), which build it as the README does.
 
 use rcgen::{BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -18,7 +24,15 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: local-idp [--ready-after 5s] [--serve-for 60s] [--port 8443] [--dir target/local-idp]";
+const USAGE: &str = "usage: local-idp [--ready-after 5s] [--serve-for 10m] [--port 8443] [--dir target/local-idp]";
+
+const HELP: &str = "A throwaway OpenID provider on loopback that comes up late, to try wait-for-idp against.
+
+It writes a throwaway CA to DIR/ca.pem, starts its server in the background, prints the gate
+command to try and returns. The server refuses connections for --ready-after, then serves
+https://localhost:PORT/.well-known/openid-configuration and the keys it names (/jwks) for
+--serve-for, and exits (stop it sooner with the kill command it prints).
+";
 
 struct Options {
     ready_after: Duration,
@@ -27,32 +41,43 @@ struct Options {
     dir: PathBuf,
 }
 
-fn options() -> Result<Options, String> {
+/// The options, or the text to print and the exit code: the help (0) or what is wrong (2).
+fn options(args: impl IntoIterator<Item = String>) -> Result<Options, (String, i32)> {
     let mut o = Options {
         ready_after: Duration::from_secs(5),
-        serve_for: Duration::from_secs(60),
+        serve_for: Duration::from_secs(600),
         port: 8443,
         dir: PathBuf::from("target/local-idp"),
     };
-    let mut args = std::env::args().skip(1);
+    let usage = |e: String| (format!("local-idp: {e}\n{USAGE}"), 2);
+    let mut args = args.into_iter();
     while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-        let duration = || humantime::parse_duration(&value).map_err(|e| format!("{flag}: {e}\n{USAGE}"));
+        if flag == "--help" || flag == "-h" {
+            return Err((format!("{HELP}\n{USAGE}"), 0));
+        }
+        if !["--ready-after", "--serve-for", "--port", "--dir"].contains(&flag.as_str()) {
+            return Err(usage(format!("unknown flag {flag}")));
+        }
+        let value = args.next().ok_or_else(|| usage(format!("{flag} needs a value")))?;
+        let duration = || humantime::parse_duration(&value).map_err(|e| usage(format!("{flag}: {e}")));
         match flag.as_str() {
             "--ready-after" => o.ready_after = duration()?,
             "--serve-for" => o.serve_for = duration()?,
-            "--port" => o.port = value.parse().map_err(|e| format!("--port: {e}\n{USAGE}"))?,
-            "--dir" => o.dir = PathBuf::from(value),
-            _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
+            "--port" => o.port = value.parse().map_err(|e| usage(format!("--port: {e}")))?,
+            _ => o.dir = PathBuf::from(value),
         }
     }
     Ok(o)
 }
 
 fn main() {
-    let o = options().unwrap_or_else(|e| {
-        eprintln!("local-idp: {e}");
-        std::process::exit(2)
+    let o = options(std::env::args().skip(1)).unwrap_or_else(|(text, code)| {
+        if code == 0 {
+            println!("{text}");
+        } else {
+            eprintln!("{text}");
+        }
+        std::process::exit(code)
     });
     if std::env::var_os("LOCAL_IDP_SERVE").is_some() {
         return serve(&o);
@@ -66,24 +91,28 @@ fn main() {
     make_pki(&o.dir);
     let ca = o.dir.join("ca.pem");
     // The server runs in the background, so that this command returns and the next one is the gate.
+    // Detached from this terminal or pipe (a script capturing this command's output must not wait
+    // for the server to finish); what it says goes to a log beside the CA.
+    let log = std::fs::File::create(o.dir.join("server.log")).unwrap();
     let child = Command::new(std::env::current_exe().unwrap())
         .args(std::env::args().skip(1))
         .env("LOCAL_IDP_SERVE", "1")
-        // Detached from this terminal or pipe: a script capturing this command's output must not
-        // wait for the server to finish.
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
         .spawn();
-    if let Err(e) = child {
+    // Never waited for: it is meant to outlive this command, and init reaps it when it ends.
+    #[allow(clippy::zombie_processes)]
+    let server = child.unwrap_or_else(|e| {
         eprintln!("local-idp: cannot start the server: {e}");
-        std::process::exit(1);
-    }
+        std::process::exit(1)
+    });
     println!(
-        "local-idp: {issuer} refuses connections for {} more, then serves for {}. Try:\n\n  \
-         target/release/wait-for-idp --issuer {issuer} --ca-file {}\n",
+        "local-idp: {issuer} refuses connections for {} more, then serves for {} (stop it sooner: kill {}). \
+         Try:\n\n  target/release/wait-for-idp --issuer {issuer} --ca-file {}\n",
         humantime::format_duration(o.ready_after),
         humantime::format_duration(o.serve_for),
+        server.id(),
         ca.display()
     );
 }
@@ -111,7 +140,29 @@ fn make_pki(dir: &Path) {
     std::fs::write(dir.join("leaf.key"), leaf_key.serialize_pem()).unwrap();
 }
 
-/// Waits, then serves the discovery document until `serve_for` has passed.
+/// The discovery document and the JWK Set it names. The key is a fresh P-256 one, published
+/// for `ES256`, the one algorithm the document offers: nothing is ever signed here, and ring
+/// makes no RSA keys, so the document does not claim `RS256` (which OpenID Connect Discovery asks
+/// every provider to offer) for a key it could not show. go-jose and jwx decode the key, so the
+/// gate's `--check-jwks` passes, and `--strict` finds every REQUIRED member.
+fn documents(issuer: &str) -> (String, String) {
+    use base64::Engine;
+    let key = KeyPair::generate().unwrap();
+    // An uncompressed P-256 point: 0x04, then x and y, 32 bytes each.
+    let point = key.public_key_raw();
+    let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    let jwks = format!(
+        r#"{{"keys":[{{"kty":"EC","crv":"P-256","x":"{}","y":"{}","use":"sig","alg":"ES256","kid":"local-idp"}}]}}"#,
+        b64(&point[1..33]),
+        b64(&point[33..65])
+    );
+    let doc = format!(
+        r#"{{"issuer":"{issuer}","authorization_endpoint":"{issuer}/authorize","token_endpoint":"{issuer}/token","jwks_uri":"{issuer}/jwks","response_types_supported":["code"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["ES256"]}}"#
+    );
+    (doc, jwks)
+}
+
+/// Waits, then serves the discovery document and the keys until `serve_for` has passed.
 fn serve(o: &Options) {
     use rustls::pki_types::pem::PemObject;
     std::thread::sleep(o.ready_after);
@@ -128,30 +179,21 @@ fn serve(o: &Options) {
     let config = Arc::new(config);
     let listener = TcpListener::bind(("127.0.0.1", o.port)).expect("the port was free a moment ago");
     listener.set_nonblocking(true).unwrap();
-    let doc = serde_json::json!({
-        "issuer": issuer,
-        "authorization_endpoint": format!("{issuer}/authorize"),
-        "token_endpoint": format!("{issuer}/token"),
-        "jwks_uri": format!("{issuer}/jwks"),
-        "response_types_supported": ["code"],
-        "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["RS256"],
-    })
-    .to_string();
+    let documents = Arc::new(documents(&issuer));
     let until = Instant::now() + o.serve_for;
     while Instant::now() < until {
         match listener.accept() {
             Ok((tcp, _)) => {
-                let (config, doc) = (config.clone(), doc.clone());
-                std::thread::spawn(move || answer(tcp, config, &doc));
+                let (config, documents) = (config.clone(), documents.clone());
+                std::thread::spawn(move || answer(tcp, config, &documents));
             }
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
         }
     }
 }
 
-/// One request: the document at its well-known URL, 404 elsewhere.
-fn answer(tcp: std::net::TcpStream, config: Arc<rustls::ServerConfig>, doc: &str) {
+/// One request: the document at its well-known URL, the keys at `/jwks`, 404 elsewhere.
+fn answer(tcp: std::net::TcpStream, config: Arc<rustls::ServerConfig>, (doc, jwks): &(String, String)) {
     let _ = tcp.set_nonblocking(false);
     let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
     let mut stream = rustls::StreamOwned::new(rustls::ServerConnection::new(config).unwrap(), tcp);
@@ -167,32 +209,15 @@ fn answer(tcp: std::net::TcpStream, config: Arc<rustls::ServerConfig>, doc: &str
             _ => break,
         }
     }
-    let found = line.split_whitespace().nth(1) == Some("/.well-known/openid-configuration");
-    let (status, body) = if found { ("200 OK", doc) } else { ("404 Not Found", "{}") };
+    let (status, body) = match line.split_whitespace().nth(1) {
+        Some("/.well-known/openid-configuration") => ("200 OK", doc.as_str()),
+        Some("/jwks") => ("200 OK", jwks.as_str()),
+        _ => ("404 Not Found", "{}"),
+    };
     let _ = write!(
         stream,
         "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     let _ = stream.flush();
-}
-
-#[cfg(test)]
-mod tests {
-    /// What curl and every OpenSSL client check: the leaf verifies against the CA alone.
-    #[test]
-    fn openssl_verifies_the_leaf_against_the_ca() {
-        let dir = std::env::temp_dir().join(format!("local-idp-pki-{}", std::process::id()));
-        super::make_pki(&dir);
-        let out = std::process::Command::new("openssl")
-            .arg("verify")
-            .arg("-CAfile")
-            .arg(dir.join("ca.pem"))
-            .arg(dir.join("leaf.pem"))
-            .output()
-            .expect("this test needs the openssl command");
-        let _ = std::fs::remove_dir_all(&dir);
-        let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() && said.contains(": OK"), "{said}");
-    }
 }
