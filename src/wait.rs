@@ -484,7 +484,7 @@ mod tests {
                 let case = format!("--timeout {timeout_s}s, hanging {hangs}");
                 assert_eq!(v, Verdict::DeadlineReached, "{case}");
                 assert_eq!(last, Some((tally.attempts, Next::Stop(Verdict::DeadlineReached))), "{case}");
-                let reported = tally.last_failure.expect("a last failure").detail;
+                let reported = tally.last_failure.expect("a last failure").message;
                 assert_eq!(reported, format!("attempt ended at {:?}", time.at()), "{case}");
                 let ended = time.at();
                 assert!(ended + UNWIND <= timeout, "{case}: ended at {ended:?}");

@@ -3,14 +3,14 @@
 //! tests, so a change here is a change to what scripts reading it rely on.
 
 use super::before_wait::first_urls;
-use super::outcome::{IssuerResult, Outcome, Stopped};
+use super::failure_text::LastFailure;
+use super::outcome::{Ended, Outcome, TargetResult};
 use crate::config::Config;
 use crate::config::Target;
 use crate::probe::ServerReady;
 use crate::rules::authorization_server::{Document, Registration};
 use crate::screen_text;
 use crate::url;
-use crate::wait::Verdict;
 use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -83,14 +83,6 @@ fn addresses(resolved: &[(String, Vec<std::net::IpAddr>)]) -> Vec<Address<'_>> {
 }
 
 #[derive(Serialize)]
-struct LastFailure<'a> {
-    class: &'static str,
-    /// `metadata`, `jwks` or `resource-metadata`.
-    link: &'static str,
-    message: Cow<'a, str>,
-}
-
-#[derive(Serialize)]
 struct ServerSummary<'a> {
     issuer: &'a str,
     metadata_url: String,
@@ -136,8 +128,9 @@ impl<'a> ServerSummary<'a> {
 }
 
 impl<'a> IssuerSummary<'a> {
-    fn new(r: &IssuerResult<'a>, config: &Config) -> IssuerSummary<'a> {
-        let ready = r.verdict == Some(Verdict::Ready);
+    fn new(r: &TargetResult<'a>, config: &Config) -> IssuerSummary<'a> {
+        let ended = r.ended();
+        let ready = ended == Ended::Ready;
         let passed = r.tally.last_ready.as_ref().filter(|_| ready);
         let (issuer, resource) = match r.target {
             Target::Issuer { issuer, .. } => (Some(url::redact(issuer)), None),
@@ -153,21 +146,10 @@ impl<'a> IssuerSummary<'a> {
                 .map(|u| url::redact(u)),
             jwks_url: config.checks.jwks_url.as_deref().map(url::redact),
             ready,
-            verdict: match (r.verdict, r.stopped) {
-                (Some(Verdict::Ready), _) => "ready",
-                (Some(Verdict::DeadlineReached), _) | (None, Stopped::Deadline) => "deadline-reached",
-                (Some(Verdict::AttemptsExhausted), _) => "attempts-exhausted",
-                (Some(Verdict::Conclusive), _) => "certificate-rejected",
-                (None, Stopped::By(_)) => "cut-short",
-                (None, Stopped::Signal(_)) => "interrupted",
-            },
+            verdict: ended.as_str(),
             attempts: r.tally.attempts,
             failures: r.tally.failures.iter().map(|(class, n)| (class.as_str(), *n)).collect(),
-            last_failure: r.tally.last_failure.as_ref().map(|f| LastFailure {
-                class: f.class.as_str(),
-                link: f.link.as_str(),
-                message: screen_text::bound(&f.detail, screen_text::LINE_MAX),
-            }),
+            last_failure: r.tally.last_failure.as_ref().map(LastFailure::of),
             in_flight: r.in_flight.clone(),
             endpoints: single.map(|s| Endpoints::of(&s.document)),
             jwks_keys: single.and_then(|s| s.jwks_keys),
@@ -190,7 +172,7 @@ pub(super) fn json_summary(
     config: &Config,
     outcome: Outcome,
     elapsed: Duration,
-    issuers: &[IssuerResult<'_>],
+    issuers: &[TargetResult<'_>],
 ) -> String {
     let summary = Summary {
         outcome: outcome.as_str(),
