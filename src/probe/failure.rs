@@ -186,6 +186,9 @@ pub(crate) struct Failure {
     pub(crate) within: Option<FailureClass>,
     /// What would help, or what else the attempt met, in order.
     pub(crate) hints: Vec<Cow<'static, str>>,
+    /// What it all comes down to, when that is known better than the details (a provider that
+    /// can have no public key): said first, with the details after it in parentheses.
+    pub(crate) summary: Option<String>,
     /// Retrying soon costs the provider nothing (the connection was refused outright), so the
     /// gate may poll fast and notice readiness within a fraction of a second.
     pub(crate) cheap: bool,
@@ -207,6 +210,7 @@ impl Failure {
             message: message.into(),
             within: None,
             hints: Vec::new(),
+            summary: None,
             cheap: false,
             retry_after: None,
             conclusive: false,

@@ -140,14 +140,14 @@ fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Resul
 /// never pass there, and the failure should say so rather than suggest a network problem.
 fn symmetric_only_hint(failure: Failure, document: &Document) -> Failure {
     let algs = &document.id_token_signing_alg_values_supported;
-    failure.hints(symmetric_only(document).then(|| {
+    let summary = symmetric_only(document).then(|| {
         format!(
             "the provider signs ID tokens only with {} (a shared secret), so no public key exists to check: drop \
              --check-jwks",
             algs.join(", ")
         )
-        .into()
-    }))
+    });
+    Failure { summary, ..failure }
 }
 
 /// The document lists signing algorithms and every one of them is a shared secret's (`HS*`).

@@ -8,7 +8,7 @@ use crate::url;
 use serde::Serialize;
 
 /// The failure's text: the server whose link failed, the transport's class inside the keys'
-/// link, the message, then each hint.
+/// link, the message, then each hint; after its summary and in parentheses, when it has one.
 pub(crate) fn text(f: &Failure) -> String {
     let mut text = f.server.clone();
     if let Some(within) = f.within {
@@ -20,7 +20,10 @@ pub(crate) fn text(f: &Failure) -> String {
         text.push_str("; ");
         text.push_str(hint);
     }
-    text
+    match &f.summary {
+        Some(summary) => format!("{summary} ({text})"),
+        None => text,
+    }
 }
 
 /// `class: text`: how the log and the final line name a failure.
@@ -83,6 +86,12 @@ mod tests {
         assert_eq!(
             line(&f),
             "jwks: authorization server https://as.example: connect: connection refused by keys.example; first; second"
+        );
+        let f = Failure { summary: Some("no key can exist: drop --check-jwks".into()), ..f };
+        assert_eq!(
+            text(&f),
+            "no key can exist: drop --check-jwks (authorization server https://as.example: connect: connection refused \
+             by keys.example; first; second)"
         );
     }
 }
