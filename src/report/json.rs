@@ -186,3 +186,178 @@ pub(super) fn json_summary(
     json.push('\n');
     json
 }
+
+/// The JSON contract, checked on constructed results without a process: every field's name and
+/// place, and what each kind of failure fills in.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::{Cause, Failure, FailureClass, Link, Ready};
+    use crate::progress::Stage;
+    use crate::report::outcome::Stopped;
+    use crate::rules::authorization_server::Document;
+    use crate::settings::Given;
+    use crate::wait::{Tally, Verdict};
+    use serde_json::{Value, json};
+
+    fn config(args: &[&str]) -> Config {
+        let given = Given::parse_from(["wait-for-idp", "--output", "json"].iter().chain(args).copied()).unwrap();
+        crate::config::load(&given, &|_| None, &[]).unwrap().config
+    }
+
+    fn summary(config: &Config, outcome: Outcome, results: &[(Option<Verdict>, Stopped, &Tally)]) -> Value {
+        let results: Vec<TargetResult<'_>> = (config.targets.iter().zip(results))
+            .map(|(target, (verdict, stopped, tally))| TargetResult {
+                target,
+                verdict: *verdict,
+                tally,
+                stopped: *stopped,
+                in_flight: None,
+            })
+            .collect();
+        serde_json::from_str(&json_summary(config, outcome, Duration::from_millis(1234), &results)).unwrap()
+    }
+
+    fn failed(failure: Failure) -> Tally {
+        Tally { attempts: 3, failures: [(failure.class, 3)].into(), last_failure: Some(failure), ..Tally::default() }
+    }
+
+    fn keys(v: &Value) -> Vec<&str> {
+        v.as_object().unwrap().keys().map(String::as_str).collect()
+    }
+
+    #[test]
+    fn every_field_is_there_and_named_as_documented() {
+        let c = config(&["--issuer", "https://idp.example/realms/x"]);
+        let document = Document { issuer: "https://idp.example/realms/x".into(), ..Document::default() };
+        let server = ServerReady {
+            document,
+            url: "https://idp.example/realms/x/.well-known/openid-configuration".into(),
+            jwks_keys: None,
+        };
+        let ready = Ready {
+            resource_metadata: None,
+            servers: vec![server],
+            warnings: Vec::new(),
+            addresses: vec![("idp.example".into(), vec!["10.0.0.7".parse().unwrap()])],
+        };
+        let tally = Tally { attempts: 1, last_ready: Some(ready), consecutive_successes: 1, ..Tally::default() };
+        let v = summary(&c, Outcome::Ready, &[(Some(Verdict::Ready), Stopped::Deadline, &tally)]);
+        let mut top = keys(&v);
+        top.sort_unstable();
+        assert_eq!(top, ["attempts", "elapsed_ms", "exit_code", "handover", "issuers", "outcome"]);
+        assert_eq!((&v["outcome"], &v["exit_code"], &v["elapsed_ms"]), (&json!("ready"), &json!(0), &json!(1234)));
+        let issuer = &v["issuers"][0];
+        let mut fields = keys(issuer);
+        fields.sort_unstable();
+        let mut documented = vec![
+            "issuer",
+            "resource",
+            "discovery_url",
+            "metadata_url",
+            "jwks_url",
+            "ready",
+            "verdict",
+            "attempts",
+            "failures",
+            "last_failure",
+            "in_flight",
+            "endpoints",
+            "jwks_keys",
+            "registration",
+            "warnings",
+            "authorization_servers",
+            "addresses",
+        ];
+        documented.sort_unstable();
+        assert_eq!(fields, documented);
+        assert_eq!(
+            (&issuer["ready"], &issuer["verdict"], &issuer["last_failure"]),
+            (&json!(true), &json!("ready"), &Value::Null)
+        );
+        assert_eq!(issuer["addresses"], json!([{"host": "idp.example", "address": "10.0.0.7", "private": "private"}]));
+    }
+
+    #[test]
+    fn a_status_names_its_code_url_and_host() {
+        let c = config(&["--issuer", "https://idp.example/realms/x", "--fail-closed"]);
+        let url = "https://idp.example/realms/x/.well-known/openid-configuration";
+        let failure = Failure {
+            url: Some(url.into()),
+            hints: vec!["a gateway in front of a provider that is not serving yet".into()],
+            ..Failure::of(
+                FailureClass::HttpStatus,
+                Cause::Status(503),
+                format!("HTTP 503 Service Unavailable from {url}"),
+            )
+        };
+        let v =
+            summary(&c, Outcome::NotReady, &[(Some(Verdict::DeadlineReached), Stopped::Deadline, &failed(failure))]);
+        let last = &v["issuers"][0]["last_failure"];
+        assert_eq!(
+            *last,
+            json!({
+                "class": "http-status",
+                "link": "metadata",
+                "message": format!("HTTP 503 Service Unavailable from {url}; a gateway in front of a provider that is not serving yet"),
+                "url": url,
+                "http_status": 503,
+                "stage": null,
+                "host": "idp.example",
+                "proxy": null,
+            })
+        );
+        assert_eq!(
+            (&v["issuers"][0]["verdict"], &v["issuers"][0]["failures"]),
+            (&json!("deadline-reached"), &json!({"http-status": 3}))
+        );
+    }
+
+    #[test]
+    fn a_network_failure_names_its_stage_host_and_proxy() {
+        let c = config(&["--issuer", "https://idp.example"]);
+        let cause = Cause::Network { stage: Stage::TlsHandshake, host: "idp.example".into() };
+        let failure = Failure {
+            link: Link::Jwks,
+            within: Some(FailureClass::Tls),
+            url: Some("https://idp.example/keys".into()),
+            proxy: Some("http://***@proxy.example:3128".into()),
+            ..Failure::of(FailureClass::Jwks, cause, "certificate not trusted")
+        };
+        let v = summary(&c, Outcome::FailedOpen, &[(None, Stopped::Deadline, &failed(failure))]);
+        let last = &v["issuers"][0]["last_failure"];
+        assert_eq!(
+            (&last["class"], &last["link"], &last["message"]),
+            (&json!("jwks"), &json!("jwks"), &json!("tls: certificate not trusted"))
+        );
+        assert_eq!(
+            (&last["stage"], &last["host"], &last["http_status"]),
+            (&json!("tls-handshake"), &json!("idp.example"), &Value::Null)
+        );
+        assert_eq!(last["proxy"], "http://***@proxy.example:3128", "shown as the log shows it, credentials hidden");
+        assert_eq!((&v["outcome"], &v["exit_code"]), (&json!("failed-open"), &json!(0)));
+    }
+
+    #[test]
+    fn each_way_a_wait_ends_has_its_verdict() {
+        let c = config(&["--issuer", "https://a.example", "--issuer", "https://b.example"]);
+        let tally = failed(Failure::of(
+            FailureClass::Connect,
+            Cause::Network { stage: Stage::Connecting, host: "a.example".into() },
+            "refused",
+        ));
+        for (verdict, stopped, word) in [
+            (Some(Verdict::Ready), Stopped::Deadline, "ready"),
+            (Some(Verdict::DeadlineReached), Stopped::By(1), "deadline-reached"),
+            (None, Stopped::Deadline, "deadline-reached"),
+            (Some(Verdict::AttemptsExhausted), Stopped::Deadline, "attempts-exhausted"),
+            (Some(Verdict::Conclusive), Stopped::Deadline, "certificate-rejected"),
+            (None, Stopped::By(1), "cut-short"),
+            (None, Stopped::Signal(15), "interrupted"),
+        ] {
+            let v = summary(&c, Outcome::NotReady, &[(verdict, stopped, &tally), (verdict, stopped, &tally)]);
+            assert_eq!(v["issuers"][0]["verdict"], word, "{verdict:?} {stopped:?}");
+            assert_eq!(v["attempts"], 6, "over all targets");
+        }
+    }
+}
