@@ -11,7 +11,6 @@ use crate::net::http::FetchError;
 use crate::net::redirect::RedirectKind;
 use crate::net::response::Fetched;
 use crate::progress::Stage;
-use crate::rules::authorization_server::DocumentProblem;
 use crate::settings::Id;
 use crate::url;
 use std::borrow::Cow;
@@ -111,8 +110,9 @@ pub(crate) enum Cause {
     Status(u16),
     /// A `200` whose body is encoded as the gate did not ask: clients cannot decode it.
     Encoding,
-    /// An authorization server's document breaks a rule: the problem, with the member at fault.
-    Document(DocumentProblem),
+    /// An authorization server's document breaks a rule: the member at fault where the rule
+    /// names one (`issuer`), and the value the document gave it.
+    Document { member: Option<&'static str>, found: Option<String> },
     /// A link of a protected resource's chain: the endpoint's answer, its challenge, its metadata.
     ResourceChain,
     /// The JWK Set: none to fetch, or none usable.
@@ -234,9 +234,9 @@ impl Failure {
         self
     }
 
-    /// With these hints after any it has.
-    pub(super) fn hints(mut self, hints: impl IntoIterator<Item = Cow<'static, str>>) -> Failure {
-        self.hints.extend(hints);
+    /// With this hint, if any, after those it has.
+    pub(super) fn hint(mut self, hint: Option<Cow<'static, str>>) -> Failure {
+        self.hints.extend(hint);
         self
     }
 }

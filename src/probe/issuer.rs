@@ -33,7 +33,7 @@ pub(super) fn discover(
         let fetched = match at.fetch_candidate(Link::Metadata, context, &candidate.url)? {
             Answer::Skipped(why) if last => {
                 // As any refused redirect: the same class, and the hint naming the flag that applies.
-                return Err(at.failure(Link::Metadata, context, &candidate.url, why).hints(before(&declined)));
+                return Err(at.failure(Link::Metadata, context, &candidate.url, why).hint(before(&declined)));
             }
             Answer::Skipped(why) => {
                 let skipped = format!("{} ({why})", url::redact(&candidate.url));
@@ -60,7 +60,7 @@ pub(super) fn discover(
             }
             Ok(server)
         });
-        let mut server = judged.map_err(|f| f.hints(before(&declined)).at(Link::Metadata, context))?;
+        let mut server = judged.map_err(|f| f.hint(before(&declined)).at(Link::Metadata, context))?;
         server.document.warnings.extend(passed_over.iter().map(|p| format!("{context}passed over {p}")));
         if at.checks.check_jwks {
             let keys = check_jwks(at, &mut server.document, context);
@@ -103,7 +103,12 @@ fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
         ),
         _ => problem.to_string(),
     };
-    Failure::of(class, Cause::Document(problem), message)
+    let (member, found) = match problem {
+        DocumentProblem::IssuerMismatch { found, .. } => (Some("issuer"), Some(found)),
+        DocumentProblem::Duplicate(_) => (Some("issuer"), None),
+        _ => (None, None),
+    };
+    Failure::of(class, Cause::Document { member, found }, message)
 }
 
 /// Fetches the keys (`--jwks-url`, else `jwks_uri`) under the same TLS rules and requires a
@@ -130,7 +135,7 @@ fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Resul
             let message = format!("{} answered HTTP {}", url::redact(&uri), fetched.status);
             return Failure { message, hints: Vec::new(), ..f };
         }
-        f.hints((fetched.status >= 500).then_some("Dex answers 500 until its first signing key exists".into()))
+        f.hint((fetched.status >= 500).then_some("Dex answers 500 until its first signing key exists".into()))
     })?;
     jwk_set::validate_jwks(body, &document.id_token_signing_alg_values_supported)
         .map_err(|p| jwks(format!("{p} (from {})", url::redact(&uri))).about(&uri))

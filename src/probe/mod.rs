@@ -365,8 +365,8 @@ impl Attempt<'_> {
         let redirect = redirect_hint(link, context.is_empty() && self.checks.one_issuer).filter(|_| cross_origin);
         let failure = link_failure(link, context, to, e, self.track.progress.at());
         Failure { proxy: self.client.proxy_for(to), conclusive: rejected, ..failure }
-            .hints(redirect.map(Into::into))
-            .hints(rejected.then(|| skipped_by_proxy().into()))
+            .hint(redirect.map(Into::into))
+            .hint(rejected.then(|| skipped_by_proxy().into()))
     }
 }
 

@@ -10,7 +10,7 @@
 use super::mcp_endpoint::{self, Endpoint};
 use super::{Answer, Attempt, Cause, Failure, FailureClass, Link, Ready, issuer, moves_on, usable_body};
 use crate::net::response::Fetched;
-use crate::rules::authorization_server::{DocumentProblem, MetadataKind};
+use crate::rules::authorization_server::MetadataKind;
 use crate::rules::protected_resource::{self, ResourceMetadata};
 use crate::url;
 
@@ -140,9 +140,7 @@ fn legacy(at: &Attempt<'_>, target: &str, declined: &[String]) -> Result<Ready, 
     let context = format!("legacy authorization server {origin} (no protected resource metadata): ");
     let slash = format!("{origin}/");
     let mut server = match issuer::discover(at, &origin, MetadataKind::Auto, None, &context) {
-        Err(Failure { cause: Cause::Document(DocumentProblem::IssuerMismatch { found, .. }), .. })
-            if found == slash =>
-        {
+        Err(f) if matches!(&f.cause, Cause::Document { found: Some(found), .. } if *found == slash) => {
             issuer::discover(at, &slash, MetadataKind::Auto, None, &context)?
         }
         outcome => outcome?,
