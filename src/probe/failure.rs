@@ -165,11 +165,30 @@ impl Cause {
     }
 }
 
-/// A failed attempt. Made once, with every fact it has; what a caller learns later (the link and
-/// the server it belongs to, the URL, the proxy, a hint) is added as data, never by editing
-/// the message.
+/// A failed attempt: its [`Facts`], boxed, so that it goes up through every `Result` of the
+/// chain as one pointer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Failure {
+pub(crate) struct Failure(Box<Facts>);
+
+impl std::ops::Deref for Failure {
+    type Target = Facts;
+
+    fn deref(&self) -> &Facts {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Failure {
+    fn deref_mut(&mut self) -> &mut Facts {
+        &mut self.0
+    }
+}
+
+/// Why an attempt did not pass. Made once, with every fact it has; what a caller learns later
+/// (the link and the server it belongs to, the URL, the proxy, a hint) is added as data, never
+/// by editing the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Facts {
     pub(crate) class: FailureClass,
     pub(crate) cause: Cause,
     pub(crate) link: Link,
@@ -200,7 +219,7 @@ pub(crate) struct Failure {
 
 impl Failure {
     pub(crate) fn of(class: FailureClass, cause: Cause, message: impl Into<String>) -> Failure {
-        Failure {
+        Failure(Box::new(Facts {
             class,
             cause,
             link: Link::Metadata,
@@ -214,7 +233,13 @@ impl Failure {
             cheap: false,
             retry_after: None,
             conclusive: false,
-        }
+        }))
+    }
+
+    /// The same failure with `change` made to its facts.
+    pub(crate) fn with(mut self, change: impl FnOnce(&mut Facts)) -> Failure {
+        change(&mut self.0);
+        self
     }
 
     /// A failure for the tests of other modules, which need only its class and text.
@@ -224,8 +249,10 @@ impl Failure {
     }
 
     /// At `link`, of the server `server` names (empty: the target's own).
-    pub(super) fn at(self, link: Link, server: &str) -> Failure {
-        Failure { link, server: server.to_string(), ..self }
+    pub(super) fn at(mut self, link: Link, server: &str) -> Failure {
+        self.link = link;
+        self.server = server.to_string();
+        self
     }
 
     /// About `to`, unless a URL is known already (a status names the URL that answered).
@@ -290,7 +317,7 @@ pub(super) fn skipped_by_proxy() -> String {
 pub(super) fn link_failure(link: Link, server: &str, to: &str, e: FetchError, at: (Stage, String)) -> Failure {
     let failure = fetch_failure(e, at);
     let failure = match link {
-        Link::Jwks => Failure { class: FailureClass::Jwks, within: Some(failure.class), ..failure },
+        Link::Jwks => failure.with(|f| (f.class, f.within) = (FailureClass::Jwks, Some(f.class))),
         Link::Metadata | Link::ResourceMetadata => failure,
     };
     failure.at(link, server).about(to)
@@ -324,7 +351,7 @@ fn fetch_failure(e: FetchError, (stage, host): (Stage, String)) -> Failure {
         FetchError::Proxy(_) => (C::Proxy, Cause::Proxy),
         FetchError::LocalResource { stage, host, .. } => (C::LocalResource, Cause::LocalResource { stage, host }),
     };
-    Failure { cheap, ..Failure::of(class, cause, message) }
+    Failure::of(class, cause, message).with(|f| f.cheap = cheap)
 }
 
 /// Whether MCP clients pass over a URL that answered `status` for the next in their order: a

@@ -129,13 +129,14 @@ fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Resul
     }
     let fetched = at.fetch(Link::Jwks, context, &uri)?;
     let body = usable_body(&fetched).map_err(|f| {
-        let f = Failure { class: FailureClass::Jwks, ..f }.at(Link::Jwks, context);
         if fetched.status != 200 && symmetric_only(document) {
             // The cause is known (see `symmetric_only_hint`): no guessing at gateways.
             let message = format!("{} answered HTTP {}", url::redact(&uri), fetched.status);
-            return Failure { message, hints: Vec::new(), ..f };
+            let f = Failure::of(FailureClass::Jwks, Cause::Status(fetched.status), message);
+            return f.at(Link::Jwks, context).about(&uri);
         }
-        f.hint((fetched.status >= 500).then_some("Dex answers 500 until its first signing key exists".into()))
+        let dex = (fetched.status >= 500).then_some("Dex answers 500 until its first signing key exists".into());
+        f.with(|f| f.class = FailureClass::Jwks).at(Link::Jwks, context).hint(dex)
     })?;
     jwk_set::validate_jwks(body, &document.id_token_signing_alg_values_supported)
         .map_err(|p| jwks(format!("{p} (from {})", url::redact(&uri))).about(&uri))
@@ -152,7 +153,7 @@ fn symmetric_only_hint(failure: Failure, document: &Document) -> Failure {
             algs.join(", ")
         )
     });
-    Failure { summary, ..failure }
+    failure.with(|f| f.summary = summary)
 }
 
 /// The document lists signing algorithms and every one of them is a shared secret's (`HS*`).

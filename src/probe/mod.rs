@@ -79,7 +79,7 @@ impl Track {
         let (stage, host) = self.progress.at();
         let (link, context, to) = self.at.lock().map(|at| at.clone()).unwrap_or_default();
         let timed_out = FetchError::TimedOut { stage, host: host.clone(), after: budget };
-        Failure { proxy: client.proxy_for(&to), ..link_failure(link, &context, &to, timed_out, (stage, host)) }
+        link_failure(link, &context, &to, timed_out, (stage, host)).with(|f| f.proxy = client.proxy_for(&to))
     }
 }
 
@@ -364,7 +364,8 @@ impl Attempt<'_> {
         let cross_origin = matches!(&e, FetchError::Redirect(RefusedRedirect { kind: RedirectKind::CrossOrigin, .. }));
         let redirect = redirect_hint(link, context.is_empty() && self.checks.one_issuer).filter(|_| cross_origin);
         let failure = link_failure(link, context, to, e, self.track.progress.at());
-        Failure { proxy: self.client.proxy_for(to), conclusive: rejected, ..failure }
+        failure
+            .with(|f| (f.proxy, f.conclusive) = (self.client.proxy_for(to), rejected))
             .hint(redirect.map(Into::into))
             .hint(rejected.then(|| skipped_by_proxy().into()))
     }

@@ -76,18 +76,17 @@ mod tests {
     #[test]
     fn the_text_is_the_server_the_inner_class_the_message_and_each_hint() {
         let cause = Cause::Network { stage: Stage::Connecting, host: "keys.example".into() };
-        let f = Failure {
-            link: Link::Jwks,
-            server: "authorization server https://as.example: ".into(),
-            within: Some(FailureClass::Connect),
-            hints: vec!["first".into(), "second".into()],
-            ..Failure::of(FailureClass::Jwks, cause, "connection refused by keys.example")
-        };
+        let f = Failure::of(FailureClass::Jwks, cause, "connection refused by keys.example").with(|f| {
+            f.link = Link::Jwks;
+            f.server = "authorization server https://as.example: ".into();
+            f.within = Some(FailureClass::Connect);
+            f.hints = vec!["first".into(), "second".into()];
+        });
         assert_eq!(
             line(&f),
             "jwks: authorization server https://as.example: connect: connection refused by keys.example; first; second"
         );
-        let f = Failure { summary: Some("no key can exist: drop --check-jwks".into()), ..f };
+        let f = f.with(|f| f.summary = Some("no key can exist: drop --check-jwks".into()));
         assert_eq!(
             text(&f),
             "no key can exist: drop --check-jwks (authorization server https://as.example: connect: connection refused \

@@ -282,15 +282,11 @@ mod tests {
     fn a_status_names_its_code_url_and_host() {
         let c = config(&["--issuer", "https://idp.example/realms/x", "--fail-closed"]);
         let url = "https://idp.example/realms/x/.well-known/openid-configuration";
-        let failure = Failure {
-            url: Some(url.into()),
-            hints: vec!["a gateway in front of a provider that is not serving yet".into()],
-            ..Failure::of(
-                FailureClass::HttpStatus,
-                Cause::Status(503),
-                format!("HTTP 503 Service Unavailable from {url}"),
-            )
-        };
+        let message = format!("HTTP 503 Service Unavailable from {url}");
+        let failure = Failure::of(FailureClass::HttpStatus, Cause::Status(503), message).with(|f| {
+            f.url = Some(url.into());
+            f.hints = vec!["a gateway in front of a provider that is not serving yet".into()];
+        });
         let v =
             summary(&c, Outcome::NotReady, &[(Some(Verdict::DeadlineReached), Stopped::Deadline, &failed(failure))]);
         let last = &v["issuers"][0]["last_failure"];
@@ -317,13 +313,12 @@ mod tests {
     fn a_network_failure_names_its_stage_host_and_proxy() {
         let c = config(&["--issuer", "https://idp.example"]);
         let cause = Cause::Network { stage: Stage::TlsHandshake, host: "idp.example".into() };
-        let failure = Failure {
-            link: Link::Jwks,
-            within: Some(FailureClass::Tls),
-            url: Some("https://idp.example/keys".into()),
-            proxy: Some("http://***@proxy.example:3128".into()),
-            ..Failure::of(FailureClass::Jwks, cause, "certificate not trusted")
-        };
+        let failure = Failure::of(FailureClass::Jwks, cause, "certificate not trusted").with(|f| {
+            f.link = Link::Jwks;
+            f.within = Some(FailureClass::Tls);
+            f.url = Some("https://idp.example/keys".into());
+            f.proxy = Some("http://***@proxy.example:3128".into());
+        });
         let v = summary(&c, Outcome::FailedOpen, &[(None, Stopped::Deadline, &failed(failure))]);
         let last = &v["issuers"][0]["last_failure"];
         assert_eq!(

@@ -280,7 +280,7 @@ mod tests {
     #[test]
     fn repeated_refusals_are_demoted_within_the_interval() {
         let mut t = LineThrottle::new(Duration::from_secs(1));
-        let refused = Failure { cheap: true, ..Failure::new(FailureClass::Connect, "refused") };
+        let refused = Failure::new(FailureClass::Connect, "refused").with(|f| f.cheap = true);
         let start = Instant::now();
         assert_eq!(said(&mut t, &refused, start), (Level::Info, None));
         assert_eq!(said(&mut t, &refused, start + Duration::from_millis(100)), (Level::Debug, Some(2)));

@@ -53,7 +53,7 @@ struct TargetHealth {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Change {
     Up,
-    Down { failures: u32, failure: Box<Failure> },
+    Down { failures: u32, failure: Failure },
 }
 
 #[derive(Debug)]
@@ -120,7 +120,7 @@ impl Health {
             Err(failure) => {
                 t.consecutive_failures += 1;
                 let down = t.watching && t.up && t.consecutive_failures >= self.failures;
-                down.then(|| Change::Down { failures: t.consecutive_failures, failure: Box::new(failure.clone()) })
+                down.then(|| Change::Down { failures: t.consecutive_failures, failure: failure.clone() })
             }
         };
         match change {
