@@ -112,7 +112,7 @@ fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
 }
 
 /// Fetches the keys (`--jwks-url`, else `jwks_uri`) under the same TLS rules and requires a
-/// usable key. Every failure here is class `jwks`, with the transport's class in the detail. A
+/// usable key. Every failure here is class `jwks`, with the transport's class inside (`within`). A
 /// plain-http `jwks_uri` fails in a chain given as https and is a warning otherwise
 /// ([`jwk_set::location`]); `--jwks-url` is the user's own URL, checked when the settings are read.
 fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Result<usize, Failure> {

@@ -1,6 +1,7 @@
 //! The `--output json` summary: one object on one line. A public interface: its field names and
-//! values are a contract, documented in the README ("JSON output") and checked by the integration
-//! tests, so a change here is a change to what scripts reading it rely on.
+//! values are a contract, documented in docs/reference.md ("JSON output") and checked by the unit
+//! tests below (on constructed results) and the integration tests, so a change here is a change
+//! to what scripts reading it rely on.
 
 use super::before_wait::first_urls;
 use super::failure_text::LastFailure;
@@ -16,7 +17,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The `--output json` summary, documented field by field in the README ("JSON output").
+/// The `--output json` summary, documented field by field in docs/reference.md ("JSON output").
 #[derive(Serialize)]
 struct Summary<'a> {
     outcome: &'static str,
