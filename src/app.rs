@@ -14,7 +14,7 @@ use crate::config::{self, Config, ConfigError, Loaded, Source, TerminationLog};
 use crate::handover::{self, signals};
 use crate::net::http::HttpClient;
 use crate::probe::Prober;
-use crate::report::{self, ExitCode, IssuerResult, LineThrottle, Outcome, Stopped};
+use crate::report::{self, ExitCode, LineThrottle, Outcome, Stopped, TargetResult};
 use crate::serve::{self, Health};
 use crate::settings::{Given, Id, ThenCommand};
 use crate::wait::{self, Jitter, Schedule, SystemClock, Tally, ThreadSleeper, Verdict};
@@ -64,7 +64,7 @@ fn run() -> ExitCode {
     if mode.dry_run {
         return report::dry_run(&config, mode, &notices);
     }
-    report::init_logging(mode, std::env::var("RUST_LOG").ok());
+    report::init_logging(mode, std::env::var("RUST_LOG").ok(), started);
     report::startup(&config, &notices, signals.err());
     let health = match start_serving(&config, started) {
         Ok(health) => health,
@@ -80,21 +80,21 @@ fn run() -> ExitCode {
             let end = signals::hold().map_or(end, Stopped::Signal);
             // A target still waiting says where its attempt had got to, or how its last ended.
             let in_flight: Vec<Option<String>> = (states.iter_mut().zip(probers))
-                .map(|((verdict, tally), prober)| {
-                    let word = verdict.is_none().then(|| prober.last_word())?;
-                    tally.settle(&word);
+                .map(|(state, prober)| {
+                    let word = state.verdict.is_none().then(|| prober.last_word())?;
+                    state.tally.settle(&word);
                     word.in_flight
                 })
                 .collect();
-            let issuers: Vec<IssuerResult<'_>> = config
+            let issuers: Vec<TargetResult<'_>> = config
                 .targets
                 .iter()
                 .zip(&states)
                 .zip(in_flight)
-                .map(|((target, (verdict, tally)), in_flight)| IssuerResult {
+                .map(|((target, state), in_flight)| TargetResult {
                     target,
-                    verdict: *verdict,
-                    tally,
+                    verdict: state.verdict,
+                    tally: &state.tally,
                     stopped: end,
                     in_flight,
                 })
@@ -236,24 +236,32 @@ fn launch(
     Ok(probers)
 }
 
+/// A target as the main thread knows it: its verdict once its thread has finished, and its
+/// tally as last reported.
+#[derive(Default)]
+struct TargetState {
+    verdict: Option<Verdict>,
+    tally: Tally,
+}
+
 /// Collects the issuers' reports until the outcome is decided (all ready, or one not), a signal
-/// arrives, or `hard_deadline` passes. Returns each issuer's verdict (if it finished) and tally,
-/// and what ended the wait for those still waiting.
-#[allow(clippy::type_complexity)]
-fn collect(config: &Config, hard_deadline: Instant, rx: &Receiver<Event>) -> (Vec<(Option<Verdict>, Tally)>, Stopped) {
-    let mut states: Vec<(Option<Verdict>, Tally)> = config.targets.iter().map(|_| (None, Tally::default())).collect();
+/// arrives, or `hard_deadline` passes. Returns each target's state, and what ended the wait for
+/// those still waiting.
+fn collect(config: &Config, hard_deadline: Instant, rx: &Receiver<Event>) -> (Vec<TargetState>, Stopped) {
+    let mut states: Vec<TargetState> = config.targets.iter().map(|_| TargetState::default()).collect();
     loop {
-        if let Some(i) = states.iter().position(|(v, _)| matches!(v, Some(v) if *v != Verdict::Ready)) {
+        if let Some(i) = states.iter().position(|s| matches!(s.verdict, Some(v) if v != Verdict::Ready)) {
             // One that ran out of time ended nothing: the others' time is up as well.
-            let by = if states[i].0 == Some(Verdict::DeadlineReached) { Stopped::Deadline } else { Stopped::By(i) };
+            let by =
+                if states[i].verdict == Some(Verdict::DeadlineReached) { Stopped::Deadline } else { Stopped::By(i) };
             return (states, by);
         }
-        if states.iter().all(|(v, _)| v.is_some()) {
+        if states.iter().all(|s| s.verdict.is_some()) {
             return (states, Stopped::Deadline);
         }
         match rx.recv_timeout(hard_deadline.saturating_duration_since(Instant::now())) {
-            Ok(Event::Progress(i, tally)) => states[i].1 = tally,
-            Ok(Event::Finished(i, verdict, tally)) => states[i] = (Some(verdict), tally),
+            Ok(Event::Progress(i, tally)) => states[i].tally = tally,
+            Ok(Event::Finished(i, verdict, tally)) => states[i] = TargetState { verdict: Some(verdict), tally },
             Ok(Event::Signal(sig)) => return (states, Stopped::Signal(sig)),
             Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return (states, Stopped::Deadline),
         }

@@ -34,15 +34,32 @@
 //! 2. **`config::ConfigError`** is a problem of a setting, named with the flag or variable it came
 //!    from (`config::Source`). Every one ends the run with exit 2 before any waiting; so does a
 //!    usage error of clap's.
-//! 3. **`net::http::FetchError`** is one GET that got no complete response: the resolver, a
-//!    refusal, a timeout at a stage, TLS, a redirect not followed, the body.
-//! 4. **`probe::Failure`** is why one attempt did not pass: a `FailureClass` (the word operators
-//!    grep for, part of the interface), the `Link` of the chain, the detail, and how to go on
-//!    (cheap to retry, conclusive, a `Retry-After`). `probe::failure` turns fetch errors and
-//!    document problems into failures, and nothing else does.
-//! 5. **`wait::Verdict`** is how one target's wait ended: ready, deadline, attempts exhausted, or
-//!    a conclusive failure.
-//! 6. **`report::Outcome`** is how the run ended (ready, failed open, not ready, interrupted), and
+//! 3. **`net::http::FetchError`** is one request that got no complete response: the resolver, a
+//!    refusal, a timeout at a stage, TLS, the proxy, the body, or a redirect not followed (a
+//!    `net::redirect::RefusedRedirect`, with its `RedirectKind`). ureq's errors become one in
+//!    `net::http::classify` only.
+//! 4. **`probe::Failure`** is why one attempt did not pass, as data: a `FailureClass` (the word
+//!    operators grep for, part of the interface), a `Cause` with its facts (the network's stage
+//!    and host, a status, a document's problem, the resource chain, the JWK Set, a local file with
+//!    its path, a local resource, a private address, the proxy), the `Link` of the chain and the
+//!    server it belongs to, the URL (redacted), the proxy used, the message made once, hints, and
+//!    how to go on (cheap to retry, conclusive, a `Retry-After`). Failures are made in `probe`
+//!    only: a fetch error in `probe::failure::link_failure`, a status or a body the client cannot
+//!    decode in `probe::failure::usable_body`, a document's problem in
+//!    `probe::issuer::document_failure`, the JWK Set's in `probe::issuer`, the protected
+//!    resource's (its metadata, its challenge, its endpoint's answers to a POST) in
+//!    `probe::resource_chain` and `probe::mcp_endpoint`. What a caller learns later
+//!    (the link, the server, the URL, the proxy, a hint) is added as data, never by editing the
+//!    text, and no decision is taken by reading the text.
+//! 5. **`wait::Tally`** counts failures by class and keeps the last; **`wait::Verdict`** is how
+//!    one target's wait ended by itself: ready, deadline, attempts exhausted, or a conclusive
+//!    failure.
+//! 6. **`report::TargetResult`** is a target's verdict, tally and what ended the run, and
+//!    `TargetResult::ended` the one place that decides how its wait ended (`report::Ended`: the
+//!    final line's reason and the JSON's `verdict`). `report::failure_text` is the one renderer
+//!    of a failure: the log line, the final line, the termination message and the JSON's
+//!    `last_failure` all show its text.
+//! 7. **`report::Outcome`** is how the run ended (ready, failed open, not ready, interrupted), and
 //!    **`report::ExitCode`** the only place a number is made: 0, 1, 2, 126 or 127 (the command
 //!    after `--` could not be run, as `env` and `sh` say it) or 128 + the signal.
 //!

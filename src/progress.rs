@@ -40,6 +40,21 @@ impl fmt::Display for Stage {
     }
 }
 
+impl Stage {
+    /// The stage's name in the JSON summary (`last_failure.stage`).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Stage::ReadingTokenFile => "reading-token-file",
+            Stage::ReadingHeaderFile => "reading-header-file",
+            Stage::Resolving => "resolving",
+            Stage::Connecting => "connecting",
+            Stage::TlsHandshake => "tls-handshake",
+            Stage::AwaitingResponse => "awaiting-response",
+            Stage::ReadingBody => "reading-body",
+        }
+    }
+}
+
 /// A fetch's progress: its stage and the host that stage talks to (the proxy while connecting
 /// through one), and whether a TLS server asked for a client certificate.
 #[derive(Debug, Default)]

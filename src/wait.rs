@@ -484,7 +484,7 @@ mod tests {
                 let case = format!("--timeout {timeout_s}s, hanging {hangs}");
                 assert_eq!(v, Verdict::DeadlineReached, "{case}");
                 assert_eq!(last, Some((tally.attempts, Next::Stop(Verdict::DeadlineReached))), "{case}");
-                let reported = tally.last_failure.expect("a last failure").detail;
+                let reported = tally.last_failure.expect("a last failure").message.clone();
                 assert_eq!(reported, format!("attempt ended at {:?}", time.at()), "{case}");
                 let ended = time.at();
                 assert!(ended + UNWIND <= timeout, "{case}: ended at {ended:?}");
@@ -511,7 +511,7 @@ mod tests {
         assert!((10..=14).contains(&tally.attempts), "{}", tally.attempts);
 
         let time = FakeTime::new();
-        let refused = Failure { cheap: true, ..Failure::new(FailureClass::Connect, "refused") };
+        let refused = Failure::new(FailureClass::Connect, "refused").with(|f| f.cheap = true);
         let (v, _, starts) =
             run(&time, schedule(&time, 10_000), Duration::from_millis(1), refused, Duration::from_millis(2_000));
         assert_eq!(v, Verdict::Ready);
@@ -533,7 +533,7 @@ mod tests {
             attempts.push((t.at(), refused));
             t.advance(Duration::from_millis(2));
             if refused {
-                Err(Failure { cheap: true, ..Failure::new(FailureClass::Connect, "refused") })
+                Err(Failure::new(FailureClass::Connect, "refused").with(|f| f.cheap = true))
             } else {
                 Err(status_503())
             }
@@ -640,7 +640,7 @@ mod tests {
     #[test]
     fn a_conclusive_failure_ends_the_wait_at_once() {
         let time = FakeTime::new();
-        let untrusted = Failure { conclusive: true, ..Failure::new(FailureClass::Tls, "unknown CA") };
+        let untrusted = Failure::new(FailureClass::Tls, "unknown CA").with(|f| f.conclusive = true);
         let (v, tally, _) = run(&time, schedule(&time, 60_000), Duration::from_millis(1), untrusted, Duration::MAX);
         assert_eq!((v, tally.attempts), (Verdict::Conclusive, 1));
         assert_eq!(tally.last_failure.map(|f| f.class), Some(FailureClass::Tls));
@@ -683,7 +683,7 @@ mod tests {
     fn a_short_attempt_timeout_lowers_the_floor() {
         let time = FakeTime::new();
         let s = with(schedule(&time, 1_000), |t| t.attempt_timeout = Duration::from_millis(50));
-        let refused = Failure { cheap: true, ..Failure::new(FailureClass::Connect, "refused") };
+        let refused = Failure::new(FailureClass::Connect, "refused").with(|f| f.cheap = true);
         let (_, _, starts) = run(&time, s, Duration::from_millis(1), refused, Duration::MAX);
         let (last_start, last_budget) = *starts.last().unwrap();
         assert_eq!(last_budget, Duration::from_millis(50));
@@ -691,7 +691,7 @@ mod tests {
     }
 
     fn asking(retry_after: Duration) -> Failure {
-        Failure { retry_after: Some(retry_after), ..Failure::new(FailureClass::HttpStatus, "HTTP 429") }
+        Failure::new(FailureClass::HttpStatus, "HTTP 429").with(|f| f.retry_after = Some(retry_after))
     }
 
     #[test]
@@ -789,7 +789,7 @@ mod tests {
         let mut starts = Vec::new();
         let mut attempt = |budget| {
             starts.push((t.at(), budget));
-            Err(Failure { cheap: true, retry_after: Some(Duration::from_secs(3600)), ..status_503() })
+            Err(status_503().with(|f| (f.cheap, f.retry_after) = (true, Some(Duration::from_secs(3600)))))
         };
         let mut left = 20;
         let mut observe = |_: &Result<Ready, Failure>| {

@@ -108,3 +108,23 @@ fn a_404_under_keycloaks_auth_prefix_says_it_was_dropped() {
     assert_exit(&r, 1);
     assert_logged(&r, &["HTTP 404", "Keycloak 17 and later serve /realms/… without the /auth prefix"]);
 }
+
+/// Keycloak's realm hint only where the path looks like Keycloak's (issue 25): a 404 from a path
+/// that is not `/realms/…` or `/auth/…` names no realm, and the JSON names the status and URL.
+#[test]
+fn a_404_names_keycloak_only_on_a_keycloak_path() {
+    let ca = TestCa::new();
+    for (path, keycloak) in [("/realms/demo", true), ("/tenant/v2.0", false)] {
+        let (p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), path, |_| {
+            reply(|_, _| Reply::json(404, r#"{"error":"not found"}"#))
+        });
+        let r = run_args(gate_for(&ca, &iss), &["--once", "--output", "json"]);
+        assert_exit(&r, 1);
+        assert_eq!(r.log().contains("realm is imported"), keycloak, "{path}: {}", r.log());
+        let failure = &r.json()["issuers"][0]["last_failure"];
+        assert_eq!(failure["http_status"], 404, "{failure}");
+        assert_eq!(failure["url"], format!("{iss}/.well-known/openid-configuration"), "{failure}");
+        assert_eq!((&failure["stage"], &failure["proxy"]), (&Value::Null, &Value::Null));
+        drop(p);
+    }
+}

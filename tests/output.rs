@@ -172,3 +172,42 @@ fn the_first_line_says_what_and_from_where_and_the_log_level_and_format_apply() 
     }
     assert!(json.lines().last().unwrap_or_default().contains("\"level\":\"error\""), "{json}");
 }
+
+/// The same failure over and over (issue 25: a 230-character line once a second, 300 times at
+/// the defaults): said once in full, then as `again ×N`, at info for the 2nd and 4th time; the
+/// 3rd and 5th only at debug; the last is the final line's to say.
+#[test]
+fn identical_failures_are_said_once_then_again_times_n() {
+    let ca = TestCa::new();
+    let p = always_503(&ca);
+    let r = run_args(gate_for(&ca, &p.issuer("")), &["--interval", "50ms", "--max-attempts", "6", "--fail-closed"]);
+    assert_exit(&r, 1);
+    let attempts: Vec<&str> = r.log().lines().filter(|l| l.contains(" attempt ")).collect();
+    let full = attempts.iter().filter(|l| l.contains("http-status: HTTP 503")).count();
+    assert_eq!(full, 1, "said in full once:\n{}", r.log());
+    assert_logged(&r, &["attempt 2: http-status again ×2 (next in", "attempt 4: http-status again ×4 (next in"]);
+    assert!(!r.log().contains("×3") && !r.log().contains("×5"), "{}", r.log());
+    assert_logged(&r, &["last failure: http-status: HTTP 503", "after 6 attempt(s)"]);
+}
+
+/// The log's clock and the final line's share one origin, the process's start (issue 25:
+/// `+1.58s … in 1.67s`): reading a large CA bundle takes a while before logging starts, and the
+/// final line is still stamped no earlier than the time it reports.
+#[test]
+fn the_log_clock_starts_with_the_process() {
+    let ca = TestCa::new();
+    let p = always_503(&ca);
+    let pem = std::fs::read_to_string(ca.ca_arg()).unwrap();
+    let bundle = ca.path("large-bundle.pem");
+    std::fs::write(&bundle, pem.repeat(3000)).unwrap();
+    let mut cmd = gate();
+    cmd.args(["--issuer", &p.issuer(""), "--ca-file"]).arg(&bundle).args(["--once", "--output", "json"]);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    let last = r.log().lines().rev().find(|l| l.contains("not ready:")).expect("a final line");
+    let stamp = last.strip_prefix("wait-for-idp +").and_then(|l| l.split_once('s')).map(|(s, _)| s).unwrap();
+    let (secs, ms) = stamp.split_once('.').unwrap();
+    let stamped: u64 = secs.parse::<u64>().unwrap() * 1000 + ms.parse::<u64>().unwrap();
+    let elapsed = r.json()["elapsed_ms"].as_u64().unwrap();
+    assert!(stamped >= elapsed, "the final line stamped +{stamp}s reports {elapsed} ms since start:\n{}", r.log());
+}

@@ -10,7 +10,7 @@
 
 use super::plain::{Http2Only, PlainWatch, http2_only};
 use super::proxy::{self, ProxyConnector, ProxyFailure};
-use super::redirect::{Chain, Request};
+use super::redirect::{Chain, RefusedRedirect, Request};
 use super::response::{Fetched, read, too_large};
 use super::tls::{self, TlsConnector, TlsSettings};
 use crate::config::{ConnectTo, Network, ProxySettings, Route};
@@ -79,12 +79,8 @@ pub(crate) enum FetchError {
         host: String,
     },
     TlsOther(String),
-    /// A redirect not followed (from https to plain http, a loop, too many, no Location): MCP
-    /// clients get the 3xx back and move on to their next URL.
-    Redirect(String),
-    /// A redirect to another origin under MCP's rule ([`super::redirect::Redirects::SameOrigin`]),
-    /// to the URL given (redacted).
-    CrossOrigin(String),
+    /// A redirect not followed, and why.
+    Redirect(RefusedRedirect),
     Body(String),
     Protocol(String),
     /// The proxy the URL goes through failed, or cannot be used: said naming the proxy
@@ -134,10 +130,9 @@ impl fmt::Display for FetchError {
             }
             FetchError::Tls { host, error } => f.write_str(&tls::explain(host, error)),
             FetchError::ClientCertificateRequired { host } => f.write_str(&tls::client_certificate_required(host)),
-            FetchError::CrossOrigin(to) => write!(f, "refused redirect to another origin ({to})"),
+            FetchError::Redirect(refused) => refused.fmt(f),
             FetchError::Connect(d)
             | FetchError::TlsOther(d)
-            | FetchError::Redirect(d)
             | FetchError::Body(d)
             | FetchError::Protocol(d)
             | FetchError::Proxy(d) => f.write_str(d),
@@ -266,6 +261,17 @@ impl HttpClient {
             proxies: Arc::new(network.proxies.clone()),
             connect_to: Arc::new(network.connect_to.clone()),
         })
+    }
+
+    /// The proxy a request to `to` goes through, as shown (credentials hidden), or `None` when it
+    /// goes direct: what a failure names as the proxy it used.
+    pub(crate) fn proxy_for(&self, to: &str) -> Option<String> {
+        let p = url::split(to).ok()?;
+        match self.proxies.route(p.scheme, p.bare_host(), p.port_or_default()) {
+            Ok(Route::Proxy(choice)) => Some(choice.display.clone()),
+            Ok(Route::Direct(_)) => None,
+            Err(broken) => Some(broken.shown),
+        }
     }
 
     /// An agent for one request to `target` carrying `headers`, its write buffer sized for them.

@@ -15,6 +15,7 @@
 use super::http::FetchError;
 use super::response::Fetched;
 use crate::url;
+use std::fmt;
 
 /// Which client's redirect rules a fetch follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +39,51 @@ impl Redirects {
             Redirects::SameOrigin => MCP_MAX_REDIRECTS,
         }
     }
+}
+
+/// Why a redirect was not followed: MCP clients get the 3xx back and move on to their next URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RedirectKind {
+    /// To another origin, under MCP's rule ([`Redirects::SameOrigin`]).
+    CrossOrigin,
+    /// From https to plain http: never followed.
+    Downgrade,
+    Loop,
+    /// More redirects than the rule's client follows.
+    TooMany(Redirects),
+    /// A 3xx (this status) without a `Location` header.
+    NoLocation(u16),
+    /// A `Location` that is no URL the gate can request: why.
+    Unusable(String),
+}
+
+/// A redirect not followed: why, and where it led (redacted; empty without a `Location`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RefusedRedirect {
+    pub(crate) kind: RedirectKind,
+    pub(crate) to: String,
+}
+
+impl fmt::Display for RefusedRedirect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let to = &self.to;
+        match &self.kind {
+            RedirectKind::CrossOrigin => write!(f, "refused redirect to another origin ({to})"),
+            RedirectKind::Downgrade => write!(f, "refused redirect from https to plain http ({to})"),
+            RedirectKind::Loop => write!(f, "redirect loop at {to}"),
+            RedirectKind::TooMany(Redirects::Go) => {
+                write!(f, "stopped after {GO_MAX_REDIRECTS} redirects (Go's http.Client follows no more), at {to}")
+            }
+            RedirectKind::TooMany(Redirects::SameOrigin) => write!(f, "more than {MCP_MAX_REDIRECTS} redirects"),
+            RedirectKind::NoLocation(status) => write!(f, "HTTP {status} redirect without a Location header"),
+            RedirectKind::Unusable(why) => write!(f, "redirect to {to:?}: {why}"),
+        }
+    }
+}
+
+/// A [`FetchError::Redirect`] of this kind, to `to` (redacted here).
+pub(crate) fn refused(kind: RedirectKind, to: &str) -> FetchError {
+    FetchError::Redirect(RefusedRedirect { kind, to: url::redact(to) })
 }
 
 /// What one request sends besides the agent's own headers (`Accept`, `User-Agent`).
@@ -72,21 +118,14 @@ impl Chain {
         let next = next_hop(current, fetched)?;
         let same_origin = url::split(&next).is_ok_and(|p| p.origin() == self.origin);
         if !same_origin && self.redirects == Redirects::SameOrigin {
-            return Err(FetchError::CrossOrigin(url::redact(&next)));
+            return Err(refused(RedirectKind::CrossOrigin, &next));
         }
         if self.visited.contains(&next) {
-            return Err(FetchError::Redirect(format!("redirect loop at {}", url::redact(&next))));
+            return Err(refused(RedirectKind::Loop, &next));
         }
-        let limit = self.redirects.limit();
         // Go counts the requests sent (ten); the SDK the redirects followed (five).
-        if self.visited.len() >= limit + usize::from(self.redirects == Redirects::SameOrigin) {
-            return Err(FetchError::Redirect(match self.redirects {
-                Redirects::Go => format!(
-                    "stopped after {limit} redirects (Go's http.Client follows no more), at {}",
-                    url::redact(&next)
-                ),
-                Redirects::SameOrigin => format!("more than {limit} redirects"),
-            }));
+        if self.visited.len() >= self.redirects.limit() + usize::from(self.redirects == Redirects::SameOrigin) {
+            return Err(refused(RedirectKind::TooMany(self.redirects), &next));
         }
         self.on_origin &= same_origin;
         self.visited.push(next.clone());
@@ -96,21 +135,14 @@ impl Chain {
 
 /// Where a redirect leads: resolved as RFC 3986 says, never from https to http.
 fn next_hop(current: &str, fetched: &Fetched) -> Result<String, FetchError> {
-    let location = fetched
-        .location
-        .as_deref()
-        .ok_or_else(|| FetchError::Redirect(format!("HTTP {} redirect without a Location header", fetched.status)))?;
-    let resolved = url::resolve(current, location)
-        .map_err(|why| FetchError::Redirect(format!("redirect to {:?}: {why}", url::redact(location))))?;
+    let location = fetched.location.as_deref().ok_or_else(|| refused(RedirectKind::NoLocation(fetched.status), ""))?;
+    let resolved =
+        url::resolve(current, location).map_err(|why| refused(RedirectKind::Unusable(why.to_string()), location))?;
     // A fragment is never sent (RFC 9110 §7.1).
     let next = resolved.split('#').next().unwrap_or_default().to_string();
-    let next_parts =
-        url::split(&next).map_err(|p| FetchError::Redirect(format!("redirect to {:?}: {p}", url::redact(&next))))?;
+    let next_parts = url::split(&next).map_err(|p| refused(RedirectKind::Unusable(p.to_string()), &next))?;
     if current.starts_with("https://") && next_parts.scheme == "http" {
-        return Err(FetchError::Redirect(format!(
-            "refused redirect from https to plain http ({})",
-            url::redact(&next)
-        )));
+        return Err(refused(RedirectKind::Downgrade, &next));
     }
     Ok(next)
 }
@@ -141,7 +173,7 @@ mod tests {
             Chain::new("https://a.example/", Redirects::Go)
                 .unwrap()
                 .follow("https://a.example/", &to("http://a.example/")),
-            Err(FetchError::Redirect(_))
+            Err(FetchError::Redirect(RefusedRedirect { kind: RedirectKind::Downgrade, .. }))
         ));
     }
 
@@ -150,7 +182,7 @@ mod tests {
         let mut chain = Chain::new("https://a.example/0", Redirects::SameOrigin).unwrap();
         assert!(matches!(
             chain.follow("https://a.example/0", &to("https://b.example/")),
-            Err(FetchError::CrossOrigin(_))
+            Err(FetchError::Redirect(RefusedRedirect { kind: RedirectKind::CrossOrigin, .. }))
         ));
         for i in 1..=MCP_MAX_REDIRECTS {
             chain.follow("https://a.example/x", &to(&format!("/{i}"))).unwrap();

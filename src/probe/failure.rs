@@ -1,15 +1,20 @@
-//! Why an attempt did not pass, in one typed class an operator can grep for, and how each thing
-//! that goes wrong is classed: a transport error, a status, a body the client would refuse, a
-//! redirect the gate will not follow. The class names are part of the interface (the log, the
-//! JSON, the termination message).
+//! Why an attempt did not pass, as data: a typed class an operator can grep for, the cause with
+//! its facts (the stage and host, the status, the rule, the file), the link and server, the URL,
+//! the message made once and the hints. The class names are part of the interface (the log, the
+//! JSON, the termination message); the text is `report`'s to render, once, from these fields.
+//!
+//! This module turns what the network and the server gave into failures: a transport error
+//! ([`link_failure`]), a status or an unasked encoding ([`usable_body`]), a private address
+//! ([`refused_address`]).
 
 use crate::net::http::FetchError;
+use crate::net::redirect::RedirectKind;
 use crate::net::response::Fetched;
 use crate::progress::Stage;
 use crate::settings::Id;
 use crate::url;
+use std::borrow::Cow;
 use std::fmt;
-use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -90,36 +95,175 @@ impl Link {
     }
 }
 
-/// A failed attempt.
+/// What stood in the way, with the facts that say where: what the JSON's `stage`, `host` and
+/// `http_status` and the decisions about a failure are made from, never from its text.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Failure {
+pub(crate) enum Cause {
+    /// No complete response: the stage the exchange was at and the host it talked to then (the
+    /// proxy's, while connecting through one).
+    Network { stage: Stage, host: String },
+    /// The proxy the request goes through failed, or cannot be used.
+    Proxy,
+    /// A redirect the client does not follow.
+    Redirect(RedirectKind),
+    /// A response other than the one that counts, with its status code.
+    Status(u16),
+    /// A `200` whose body is encoded as the gate did not ask: clients cannot decode it.
+    Encoding,
+    /// An authorization server's document breaks a rule: the member at fault where the rule
+    /// names one (`issuer`), and the value the document gave it.
+    Document { member: Option<&'static str>, found: Option<String> },
+    /// A link of a protected resource's chain: the endpoint's answer, its challenge, its metadata.
+    ResourceChain,
+    /// The JWK Set: none to fetch, or none usable.
+    JwkSet,
+    /// A file read at every attempt, at `path`.
+    LocalFile { file: LocalFile, path: String },
+    /// This process ran out of something (descriptors, memory) at the stage, talking to the host.
+    LocalResource { stage: Stage, host: String },
+    /// With `--refuse-private-addresses`: a name resolved to an address SSRF-guarded clients refuse.
+    PrivateAddress { host: String, address: IpAddr },
+}
+
+/// Which file an attempt reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LocalFile {
+    /// `--token-file`.
+    Token,
+    /// A `--header-file`.
+    Header,
+}
+
+impl Cause {
+    /// The stage an attempt failed at before it had a response: the exchange's, or the file's.
+    pub(crate) fn stage(&self) -> Option<Stage> {
+        match self {
+            Cause::Network { stage, .. } | Cause::LocalResource { stage, .. } => Some(*stage),
+            Cause::LocalFile { file: LocalFile::Token, .. } => Some(Stage::ReadingTokenFile),
+            Cause::LocalFile { file: LocalFile::Header, .. } => Some(Stage::ReadingHeaderFile),
+            _ => None,
+        }
+    }
+
+    /// The host the failure names itself: the one the exchange was talking to, or the name
+    /// resolved to a refused address.
+    pub(crate) fn host(&self) -> Option<&str> {
+        match self {
+            Cause::Network { host, .. } | Cause::LocalResource { host, .. } | Cause::PrivateAddress { host, .. } => {
+                Some(host).filter(|h| !h.is_empty()).map(String::as_str)
+            }
+            _ => None,
+        }
+    }
+
+    /// The status of the response that failed the attempt, where one was received.
+    pub(crate) fn http_status(&self) -> Option<u16> {
+        match self {
+            Cause::Status(code) => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+/// A failed attempt: its [`Facts`], boxed, so that it goes up through every `Result` of the
+/// chain as one pointer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Failure(Box<Facts>);
+
+impl std::ops::Deref for Failure {
+    type Target = Facts;
+
+    fn deref(&self) -> &Facts {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Failure {
+    fn deref_mut(&mut self) -> &mut Facts {
+        &mut self.0
+    }
+}
+
+/// Why an attempt did not pass. Made once, with every fact it has; what a caller learns later
+/// (the link and the server it belongs to, the URL, the proxy, a hint) is added as data, never
+/// by editing the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Facts {
     pub(crate) class: FailureClass,
-    pub(crate) detail: String,
+    pub(crate) cause: Cause,
+    pub(crate) link: Link,
+    /// The words naming the server whose link failed in a longer chain (`authorization server
+    /// https://…: `), empty for the target's own.
+    pub(crate) server: String,
+    /// The URL the failure is about, redacted.
+    pub(crate) url: Option<String>,
+    /// The proxy the request went through (credentials hidden), where one was used.
+    pub(crate) proxy: Option<String>,
+    /// What went wrong, as made.
+    pub(crate) message: String,
+    /// With class `jwks`: the transport's class, when the keys' fetch failed on the way.
+    pub(crate) within: Option<FailureClass>,
+    /// What would help, or what else the attempt met, in order.
+    pub(crate) hints: Vec<Cow<'static, str>>,
+    /// What it all comes down to, when that is known better than the details (a provider that
+    /// can have no public key): said first, with the details after it in parentheses.
+    pub(crate) summary: Option<String>,
     /// Retrying soon costs the provider nothing (the connection was refused outright), so the
     /// gate may poll fast and notice readiness within a fraction of a second.
     pub(crate) cheap: bool,
     /// How long the provider asked to be left alone (`Retry-After` on a 429 or 503).
     pub(crate) retry_after: Option<Duration>,
-    pub(crate) link: Link,
     /// Retrying cannot change what the real client does: the wait ends with this failure.
     pub(crate) conclusive: bool,
 }
 
 impl Failure {
-    pub(crate) fn new(class: FailureClass, detail: impl Into<String>) -> Failure {
-        Failure {
+    pub(crate) fn of(class: FailureClass, cause: Cause, message: impl Into<String>) -> Failure {
+        Failure(Box::new(Facts {
             class,
-            detail: detail.into(),
+            cause,
+            link: Link::Metadata,
+            server: String::new(),
+            url: None,
+            proxy: None,
+            message: message.into(),
+            within: None,
+            hints: Vec::new(),
+            summary: None,
             cheap: false,
             retry_after: None,
-            link: Link::Metadata,
             conclusive: false,
-        }
+        }))
     }
 
-    pub(super) fn at(mut self, link: Link, context: &str) -> Failure {
+    /// The same failure with `change` made to its facts.
+    pub(crate) fn with(mut self, change: impl FnOnce(&mut Facts)) -> Failure {
+        change(&mut self.0);
+        self
+    }
+
+    /// A failure for the tests of other modules, which need only its class and text.
+    #[cfg(test)]
+    pub(crate) fn new(class: FailureClass, message: impl Into<String>) -> Failure {
+        Failure::of(class, Cause::ResourceChain, message)
+    }
+
+    /// At `link`, of the server `server` names (empty: the target's own).
+    pub(super) fn at(mut self, link: Link, server: &str) -> Failure {
         self.link = link;
-        self.detail.insert_str(0, context);
+        self.server = server.to_string();
+        self
+    }
+
+    /// About `to`, unless a URL is known already (a status names the URL that answered).
+    pub(super) fn about(mut self, to: &str) -> Failure {
+        self.url.get_or_insert_with(|| url::redact(to));
+        self
+    }
+
+    /// With this hint, if any, after those it has.
+    pub(super) fn hint(mut self, hint: Option<Cow<'static, str>>) -> Failure {
+        self.hints.extend(hint);
         self
     }
 }
@@ -129,72 +273,85 @@ impl Failure {
 /// reaches the link: `--discovery-url` for an issuer's metadata (only when the run waits for that
 /// one issuer, `own` here), `--resource` for the resource's metadata. A link a resource's
 /// metadata names is the resource's to fix: no flag reaches it.
-pub(super) fn redirect_hint(link: Link, own: bool) -> &'static str {
+pub(super) fn redirect_hint(link: Link, own: bool) -> Option<&'static str> {
     match (link, own) {
-        (Link::Metadata, true) => "; point --discovery-url at the final location",
-        (Link::ResourceMetadata, _) => "; if the resource itself lives there, give that URL as --resource",
-        (Link::Metadata, false) => {
-            "; serve the metadata on the issuer's own origin (--discovery-url takes a single --issuer, no --resource)"
-        }
-        (Link::Jwks, _) => "",
+        (Link::Metadata, true) => Some("point --discovery-url at the final location"),
+        (Link::ResourceMetadata, _) => Some("if the resource itself lives there, give that URL as --resource"),
+        (Link::Metadata, false) => Some(
+            "serve the metadata on the issuer's own origin (--discovery-url takes a single --issuer, no --resource)",
+        ),
+        (Link::Jwks, _) => None,
     }
 }
 
 /// With `--refuse-private-addresses`: the first name resolved to an address an SSRF-guarded
 /// client refuses, named with the address, its range and the client setting that allows it.
-pub(super) fn refused_address(resolved: &[(String, Vec<IpAddr>)]) -> Option<String> {
+pub(super) fn refused_address(resolved: &[(String, Vec<IpAddr>)]) -> Option<Failure> {
     let (host, ip, range) = resolved
         .iter()
         .find_map(|(host, ips)| ips.iter().find_map(|ip| url::private_range(*ip).map(|r| (host, ip, r))))?;
     let article = if range.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
-    Some(format!(
+    let message = format!(
         "{host} resolves to {ip}, {article} {range} address: an SSRF-guarded client refuses it (ToolHive: \"the provided \
          URL redirects to a private IP address, which is not allowed\"; its --jwks-allow-private-ip allows it), \
          and --refuse-private-addresses has the gate do the same"
-    ))
+    );
+    let cause = Cause::PrivateAddress { host: host.clone(), address: *ip };
+    Some(Failure::of(FailureClass::PrivateAddress, cause, message))
 }
 
 /// Said of a certificate the gate rejects while oauth2-proxy would not check it.
 pub(super) fn skipped_by_proxy() -> String {
     format!(
-        "; oauth2-proxy skips this check (OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY=true), the gate never does, so \
+        "oauth2-proxy skips this check (OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY=true), the gate never does, so \
          waiting cannot help: give the gate the provider's CA with {} PATH or {}",
         Id::CaFile.flag(),
         Id::CaFile.setting().env.unwrap_or_default()
     )
 }
 
-/// A failure while fetching one link of the chain: its class comes from the transport, except
-/// that anything going wrong with the keys is class `jwks`, with the transport's class inside.
-pub(super) fn link_failure(link: Link, context: &str, e: FetchError) -> Failure {
-    let failure = fetch_failure(e);
+/// A failure while fetching `to`, one link of the chain, when the fetch was at `stage` with
+/// `host` (the stage a bare transport error does not name itself): its class comes from the
+/// transport, except that anything going wrong with the keys is class `jwks`, with the
+/// transport's class inside. The one place a [`FetchError`] becomes a [`Failure`].
+pub(super) fn link_failure(link: Link, server: &str, to: &str, e: FetchError, at: (Stage, String)) -> Failure {
+    let failure = fetch_failure(e, at);
     let failure = match link {
-        Link::Jwks => {
-            Failure { class: FailureClass::Jwks, detail: format!("{}: {}", failure.class, failure.detail), ..failure }
-        }
+        Link::Jwks => failure.with(|f| (f.class, f.within) = (FailureClass::Jwks, Some(f.class))),
         Link::Metadata | Link::ResourceMetadata => failure,
     };
-    failure.at(link, context)
+    failure.at(link, server).about(to)
 }
 
-/// A transport failure's class; its detail is the error's own message.
-fn fetch_failure(e: FetchError) -> Failure {
-    let class = match &e {
-        FetchError::Dns { .. } | FetchError::TimedOut { stage: Stage::Resolving, .. } => FailureClass::Dns,
-        FetchError::TimedOut { stage: Stage::ReadingTokenFile, .. } => FailureClass::Token,
-        FetchError::TimedOut { stage: Stage::ReadingHeaderFile, .. } => FailureClass::HeaderFile,
-        FetchError::TimedOut { .. } => FailureClass::Timeout,
-        FetchError::Refused { .. } | FetchError::Connect(_) => FailureClass::Connect,
-        FetchError::Tls { .. } | FetchError::ClientCertificateRequired { .. } | FetchError::TlsOther(_) => {
-            FailureClass::Tls
-        }
-        FetchError::Redirect(_) | FetchError::CrossOrigin(_) => FailureClass::HttpStatus,
-        FetchError::Body(_) | FetchError::Protocol(_) => FailureClass::Body,
-        FetchError::Proxy(_) => FailureClass::Proxy,
-        FetchError::LocalResource { .. } => FailureClass::LocalResource,
-    };
+/// A transport failure's class and cause; its message is the error's own.
+fn fetch_failure(e: FetchError, (stage, host): (Stage, String)) -> Failure {
+    use FailureClass as C;
+    let message = e.to_string();
     let cheap = matches!(e, FetchError::Refused { .. });
-    Failure { cheap, ..Failure::new(class, e.to_string()) }
+    let network = |stage| Cause::Network { stage, host: host.clone() };
+    let (class, cause) = match e {
+        FetchError::Dns { host, .. } => (C::Dns, Cause::Network { stage: Stage::Resolving, host }),
+        FetchError::TimedOut { stage: Stage::ReadingTokenFile, host: path, .. } => {
+            (C::Token, Cause::LocalFile { file: LocalFile::Token, path })
+        }
+        FetchError::TimedOut { stage: Stage::ReadingHeaderFile, host: path, .. } => {
+            (C::HeaderFile, Cause::LocalFile { file: LocalFile::Header, path })
+        }
+        FetchError::TimedOut { stage, host, .. } => {
+            (if stage == Stage::Resolving { C::Dns } else { C::Timeout }, Cause::Network { stage, host })
+        }
+        FetchError::Refused { host } => (C::Connect, Cause::Network { stage: Stage::Connecting, host }),
+        FetchError::Connect(_) => (C::Connect, network(stage)),
+        FetchError::Tls { host, .. } | FetchError::ClientCertificateRequired { host } => {
+            (C::Tls, Cause::Network { stage: Stage::TlsHandshake, host })
+        }
+        FetchError::TlsOther(_) => (C::Tls, network(stage)),
+        FetchError::Redirect(refused) => (C::HttpStatus, Cause::Redirect(refused.kind)),
+        FetchError::Body(_) | FetchError::Protocol(_) => (C::Body, network(stage)),
+        FetchError::Proxy(_) => (C::Proxy, Cause::Proxy),
+        FetchError::LocalResource { stage, host, .. } => (C::LocalResource, Cause::LocalResource { stage, host }),
+    };
+    Failure::of(class, cause, message).with(|f| f.cheap = cheap)
 }
 
 /// Whether MCP clients pass over a URL that answered `status` for the next in their order: a
@@ -209,7 +366,18 @@ pub(crate) fn moves_on(status: u16, last: bool) -> bool {
 
 /// A response that is not `200`: class `http-status`, with the provider's `Retry-After` kept.
 fn status_failure(fetched: &Fetched) -> Failure {
-    let mut failure = Failure::new(FailureClass::HttpStatus, status_detail(fetched));
+    let reason = ureq::http::StatusCode::from_u16(fetched.status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
+    let excerpt = crate::rules::printable_excerpt(&fetched.body, 100);
+    let redacted = url::redact(&fetched.url);
+    let mut message = format!("HTTP {} {reason} from {redacted}", fetched.status);
+    if !excerpt.is_empty() {
+        message = format!("{message}: {excerpt:?}");
+    }
+    let mut failure = Failure::of(FailureClass::HttpStatus, Cause::Status(fetched.status), message);
+    failure.url = Some(redacted);
+    if let Some(hint) = status_hint(fetched) {
+        failure.hints.push(hint.into());
+    }
     if matches!(fetched.status, 429 | 503) {
         failure.retry_after = fetched
             .retry_after
@@ -219,32 +387,29 @@ fn status_failure(fetched: &Fetched) -> Failure {
     failure
 }
 
-fn status_detail(fetched: &Fetched) -> String {
-    let reason = ureq::http::StatusCode::from_u16(fetched.status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
-    let excerpt = crate::rules::printable_excerpt(&fetched.body, 100);
-    let hint = match fetched.status {
-        404 if url::split(&fetched.url).is_ok_and(|p| p.path.starts_with("/auth/realms/")) => {
-            " (Keycloak 17 and later serve /realms/… without the /auth prefix, unless KC_HTTP_RELATIVE_PATH=/auth: \
-             drop /auth from the issuer if the provider was upgraded; else the realm may not be imported yet)"
+/// What a status usually means, where it says more than its number. Keycloak's words only where
+/// the path is shaped like Keycloak's (`/auth/…`, or a realm's `/realms/…`): most 404s are a
+/// wrong path on a server that has never heard of realms.
+fn status_hint(fetched: &Fetched) -> Option<&'static str> {
+    let path = url::split(&fetched.url).map(|p| p.path).unwrap_or_default();
+    Some(match fetched.status {
+        404 if path.starts_with("/auth/realms/") => {
+            "Keycloak 17 and later serve /realms/… without the /auth prefix, unless KC_HTTP_RELATIVE_PATH=/auth: \
+             drop /auth from the issuer if the provider was upgraded; else the realm may not be imported yet"
         }
-        404 => {
-            " (Keycloak answers 404 until the realm is imported; check the realm or application name if it persists)"
+        404 if path.contains("/realms/") || path.starts_with("/auth/") => {
+            "Keycloak answers 404 until the realm is imported; check the realm or application name if it persists"
         }
-        400 if plain_http_to_https(&fetched.body) => " (the server says this port serves HTTPS: use an https:// URL)",
-        429 => " (rate-limited)",
-        502..=504 => " (a gateway in front of a provider that is not serving yet)",
+        400 if plain_http_to_https(&fetched.body) => "the server says this port serves HTTPS: use an https:// URL",
+        429 => "rate-limited",
+        502..=504 => "a gateway in front of a provider that is not serving yet",
         401 | 403 => {
-            " (metadata is normally public: check the path, and that the realm, tenant or application exists and is \
+            "metadata is normally public: check the path, and that the realm, tenant or application exists and is \
              enabled; the Kubernetes API server's issuer needs --token-file; a gateway or network policy may be in \
-             the way)"
+             the way"
         }
-        _ => "",
-    };
-    let mut detail = format!("HTTP {} {reason} from {}{hint}", fetched.status, url::redact(&fetched.url));
-    if !excerpt.is_empty() {
-        let _ = write!(detail, ": {excerpt:?}");
-    }
-    detail
+        _ => return None,
+    })
 }
 
 /// What servers answer a plain-HTTP request on their HTTPS port with: nginx's 400 "The plain
@@ -264,16 +429,13 @@ pub(super) fn usable_body(fetched: &Fetched) -> Result<&[u8], Failure> {
     if let Some(encoding) = &fetched.content_encoding
         && crate::rules::open_object(&fetched.body, &[]).is_err()
     {
-        return Err(Failure::new(FailureClass::Body, unasked_encoding(encoding)));
+        let message = format!(
+            "the body is {encoding}-encoded although the gate asked only for gzip (Accept-Encoding: gzip, as Go's \
+             transport asks): a server or proxy that encodes regardless breaks the clients, which cannot decode it"
+        );
+        return Err(Failure::of(FailureClass::Body, Cause::Encoding, message).about(&fetched.url));
     }
     Ok(&fetched.body)
-}
-
-fn unasked_encoding(encoding: &str) -> String {
-    format!(
-        "the body is {encoding}-encoded although the gate asked only for gzip (Accept-Encoding: gzip, as Go's \
-         transport asks): a server or proxy that encodes regardless breaks the clients, which cannot decode it"
-    )
 }
 
 #[cfg(test)]
@@ -294,17 +456,44 @@ mod tests {
         }
     }
 
+    fn hinted(failure: &Failure, words: &str) -> bool {
+        failure.hints.iter().any(|h| h.contains(words))
+    }
+
     #[test]
-    fn each_transport_error_has_its_class_and_only_a_refusal_is_cheap() {
+    fn each_transport_error_has_its_class_and_cause_and_only_a_refusal_is_cheap() {
+        use crate::net::redirect::{RedirectKind, RefusedRedirect};
         let host = || "idp.example".to_string();
         let after = Duration::from_secs(1);
+        let net = |stage| Cause::Network { stage, host: host() };
+        let file = |file| Cause::LocalFile { file, path: host() };
         let cases = [
-            (FetchError::Dns { host: host(), detail: "no such host".into() }, FailureClass::Dns),
-            (FetchError::TimedOut { stage: Stage::Resolving, host: host(), after }, FailureClass::Dns),
-            (FetchError::TimedOut { stage: Stage::Connecting, host: host(), after }, FailureClass::Timeout),
-            (FetchError::TimedOut { stage: Stage::ReadingBody, host: host(), after }, FailureClass::Timeout),
-            (FetchError::TimedOut { stage: Stage::ReadingTokenFile, host: host(), after }, FailureClass::Token),
-            (FetchError::TimedOut { stage: Stage::ReadingHeaderFile, host: host(), after }, FailureClass::HeaderFile),
+            (FetchError::Dns { host: host(), detail: "no such host".into() }, FailureClass::Dns, net(Stage::Resolving)),
+            (
+                FetchError::TimedOut { stage: Stage::Resolving, host: host(), after },
+                FailureClass::Dns,
+                net(Stage::Resolving),
+            ),
+            (
+                FetchError::TimedOut { stage: Stage::Connecting, host: host(), after },
+                FailureClass::Timeout,
+                net(Stage::Connecting),
+            ),
+            (
+                FetchError::TimedOut { stage: Stage::ReadingBody, host: host(), after },
+                FailureClass::Timeout,
+                net(Stage::ReadingBody),
+            ),
+            (
+                FetchError::TimedOut { stage: Stage::ReadingTokenFile, host: host(), after },
+                FailureClass::Token,
+                file(LocalFile::Token),
+            ),
+            (
+                FetchError::TimedOut { stage: Stage::ReadingHeaderFile, host: host(), after },
+                FailureClass::HeaderFile,
+                file(LocalFile::Header),
+            ),
             (
                 FetchError::LocalResource {
                     stage: Stage::Connecting,
@@ -312,48 +501,95 @@ mod tests {
                     error: "out of descriptors".into(),
                 },
                 FailureClass::LocalResource,
+                Cause::LocalResource { stage: Stage::Connecting, host: host() },
             ),
-            (FetchError::Refused { host: host() }, FailureClass::Connect),
-            (FetchError::Connect("unreachable".into()), FailureClass::Connect),
-            (FetchError::Tls { host: host(), error: rustls::Error::DecryptError }, FailureClass::Tls),
-            (FetchError::ClientCertificateRequired { host: host() }, FailureClass::Tls),
-            (FetchError::TlsOther("eof".into()), FailureClass::Tls),
-            (FetchError::Redirect("to another origin".into()), FailureClass::HttpStatus),
-            (FetchError::Body("cut short".into()), FailureClass::Body),
-            (FetchError::Protocol("bad header".into()), FailureClass::Body),
-            (FetchError::Proxy("proxy http://p:1 (HTTPS_PROXY) refused".into()), FailureClass::Proxy),
+            (FetchError::Refused { host: host() }, FailureClass::Connect, net(Stage::Connecting)),
+            (FetchError::Connect("unreachable".into()), FailureClass::Connect, net(Stage::AwaitingResponse)),
+            (
+                FetchError::Tls { host: host(), error: rustls::Error::DecryptError },
+                FailureClass::Tls,
+                net(Stage::TlsHandshake),
+            ),
+            (FetchError::ClientCertificateRequired { host: host() }, FailureClass::Tls, net(Stage::TlsHandshake)),
+            (FetchError::TlsOther("eof".into()), FailureClass::Tls, net(Stage::AwaitingResponse)),
+            (
+                FetchError::Redirect(RefusedRedirect { kind: RedirectKind::Loop, to: "https://a/".into() }),
+                FailureClass::HttpStatus,
+                Cause::Redirect(RedirectKind::Loop),
+            ),
+            (FetchError::Body("cut short".into()), FailureClass::Body, net(Stage::AwaitingResponse)),
+            (FetchError::Protocol("bad header".into()), FailureClass::Body, net(Stage::AwaitingResponse)),
+            (FetchError::Proxy("proxy http://p:1 (HTTPS_PROXY) refused".into()), FailureClass::Proxy, Cause::Proxy),
         ];
-        for (error, class) in cases {
+        for (error, class, cause) in cases {
             let refused = matches!(error, FetchError::Refused { .. });
-            let failure = fetch_failure(error);
-            assert_eq!(failure.class, class, "{}", failure.detail);
-            assert_eq!(failure.cheap, refused, "only a refused connection is retried fast: {}", failure.detail);
+            let failure = fetch_failure(error, (Stage::AwaitingResponse, host()));
+            assert_eq!((failure.class, &failure.cause), (class, &cause), "{}", failure.message);
+            assert_eq!(failure.cheap, refused, "only a refused connection is retried fast: {}", failure.message);
             assert!(!failure.conclusive, "a transport error is never conclusive by itself");
         }
     }
 
     #[test]
     fn anything_wrong_with_the_keys_is_class_jwks_with_the_transport_class_inside() {
-        let failure = link_failure(Link::Jwks, "", FetchError::Refused { host: "keys.example".into() });
-        assert_eq!((failure.class, failure.link), (FailureClass::Jwks, Link::Jwks));
-        assert!(failure.detail.starts_with("connect: "), "{}", failure.detail);
-        let failure = link_failure(Link::Metadata, "server #2: ", FetchError::Body("cut short".into()));
-        assert_eq!((failure.class, failure.link), (FailureClass::Body, Link::Metadata));
-        assert!(failure.detail.starts_with("server #2: "), "{}", failure.detail);
+        let at = || (Stage::Connecting, "keys.example".to_string());
+        let to = "https://keys.example/jwks?sig=secret";
+        let failure = link_failure(Link::Jwks, "", to, FetchError::Refused { host: "keys.example".into() }, at());
+        assert_eq!(
+            (failure.class, failure.link, failure.within),
+            (FailureClass::Jwks, Link::Jwks, Some(FailureClass::Connect))
+        );
+        assert_eq!(failure.url.as_deref(), Some(url::redact(to).as_str()), "the URL is kept redacted");
+        let failure = link_failure(Link::Metadata, "server #2: ", to, FetchError::Body("cut short".into()), at());
+        assert_eq!((failure.class, failure.link, failure.within), (FailureClass::Body, Link::Metadata, None));
+        assert_eq!(failure.server, "server #2: ");
     }
 
     #[test]
-    fn a_status_keeps_retry_after_only_where_it_means_come_back_later() {
+    fn a_status_keeps_its_code_its_url_and_retry_after_only_where_it_means_come_back_later() {
         for status in [429, 503] {
             let failure = usable_body(&fetched(status, Some("7"))).unwrap_err();
-            assert_eq!(failure.class, FailureClass::HttpStatus);
+            assert_eq!((failure.class, failure.cause.http_status()), (FailureClass::HttpStatus, Some(status)));
             assert_eq!(failure.retry_after, Some(Duration::from_secs(7)), "{status}");
         }
         for status in [404, 500, 502] {
             let failure = usable_body(&fetched(status, Some("7"))).unwrap_err();
             assert_eq!((failure.class, failure.retry_after), (FailureClass::HttpStatus, None), "{status}");
+            assert_eq!(failure.url.as_deref(), Some("https://idp.example/.well-known/openid-configuration"));
+            assert_eq!(
+                failure.message,
+                format!(
+                    "HTTP {status} {} from {}: \"oops\"",
+                    ureq::http::StatusCode::from_u16(status).unwrap().canonical_reason().unwrap(),
+                    "https://idp.example/.well-known/openid-configuration"
+                )
+            );
         }
-        assert!(usable_body(&fetched(404, None)).unwrap_err().detail.contains("Keycloak answers 404"));
+    }
+
+    #[test]
+    fn keycloaks_realm_hint_only_where_the_path_looks_like_keycloaks() {
+        let at = |path: &str| Fetched { url: format!("https://kc.example{path}"), ..fetched(404, None) };
+        for path in
+            ["/realms/x/.well-known/openid-configuration", "/sso/realms/x/protocol/openid-connect/certs", "/auth/x"]
+        {
+            let failure = usable_body(&at(path)).unwrap_err();
+            assert!(
+                hinted(&failure, "Keycloak answers 404 until the realm is imported"),
+                "{path}: {:?}",
+                failure.hints
+            );
+        }
+        for path in
+            ["/.well-known/openid-configuration", "/tenant/v2.0/.well-known/openid-configuration", "/oauth2/realmsx"]
+        {
+            let failure = usable_body(&at(path)).unwrap_err();
+            assert!(
+                failure.hints.is_empty(),
+                "{path}: no server that never heard of realms gets Keycloak's hint: {:?}",
+                failure.hints
+            );
+        }
     }
 
     #[test]
@@ -362,10 +598,15 @@ mod tests {
             url: "https://kc.example/auth/realms/x/.well-known/openid-configuration".into(),
             ..fetched(404, None)
         };
-        let detail = usable_body(&old).unwrap_err().detail;
-        assert!(detail.contains("without the /auth prefix, unless KC_HTTP_RELATIVE_PATH=/auth"), "{detail}");
-        let detail = usable_body(&fetched(404, None)).unwrap_err().detail;
-        assert!(!detail.contains("/auth prefix"), "{detail}");
+        let failure = usable_body(&old).unwrap_err();
+        assert!(
+            hinted(&failure, "without the /auth prefix, unless KC_HTTP_RELATIVE_PATH=/auth"),
+            "{:?}",
+            failure.hints
+        );
+        let failure =
+            usable_body(&Fetched { url: "https://kc.example/realms/x".into(), ..fetched(404, None) }).unwrap_err();
+        assert!(!hinted(&failure, "/auth prefix"), "{:?}", failure.hints);
     }
 
     #[test]
@@ -375,9 +616,9 @@ mod tests {
             b"Client sent an HTTP request to an HTTPS server.\n",
         ] {
             let answer = Fetched { body: body.to_vec(), ..fetched(400, None) };
-            assert!(usable_body(&answer).unwrap_err().detail.contains("use an https:// URL"));
+            assert!(hinted(&usable_body(&answer).unwrap_err(), "use an https:// URL"));
         }
-        assert!(!usable_body(&fetched(400, None)).unwrap_err().detail.contains("use an https:// URL"));
+        assert!(!hinted(&usable_body(&fetched(400, None)).unwrap_err(), "use an https:// URL"));
     }
 
     #[test]
@@ -404,10 +645,10 @@ mod tests {
 
     #[test]
     fn a_refused_redirect_names_the_flag_that_reaches_the_link() {
-        assert!(redirect_hint(Link::Metadata, true).contains("--discovery-url"));
-        assert_eq!(redirect_hint(Link::Jwks, true), "", "keys follow Go's rule: never refused for the origin");
-        assert!(redirect_hint(Link::ResourceMetadata, false).contains("--resource"));
-        assert!(redirect_hint(Link::Metadata, false).contains("single --issuer"));
+        assert!(redirect_hint(Link::Metadata, true).unwrap().contains("--discovery-url"));
+        assert_eq!(redirect_hint(Link::Jwks, true), None, "keys follow Go's rule: never refused for the origin");
+        assert!(redirect_hint(Link::ResourceMetadata, false).unwrap().contains("--resource"));
+        assert!(redirect_hint(Link::Metadata, false).unwrap().contains("single --issuer"));
     }
 
     #[test]
@@ -417,7 +658,11 @@ mod tests {
             ("kc.internal".to_string(), vec!["10.1.2.3".parse().unwrap()]),
         ];
         let why = refused_address(&resolved).unwrap();
-        assert!(why.starts_with("kc.internal resolves to 10.1.2.3"), "{why}");
+        assert!(why.message.starts_with("kc.internal resolves to 10.1.2.3"), "{}", why.message);
+        assert_eq!(
+            why.cause,
+            Cause::PrivateAddress { host: "kc.internal".into(), address: "10.1.2.3".parse().unwrap() }
+        );
         assert_eq!(refused_address(&resolved[..1]), None);
     }
 }

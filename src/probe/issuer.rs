@@ -2,13 +2,14 @@
 //! the MCP order), judged by the specification of the URL that served it, and with
 //! `--check-jwks` a usable key in its JWK Set.
 
-use super::{Answer, Attempt, Failure, FailureClass, Link, ServerReady, moves_on, usable_body};
+use super::{Answer, Attempt, Cause, Failure, FailureClass, Link, ServerReady, moves_on, usable_body};
 use crate::net::response::Fetched;
 use crate::rules::BodyProblem;
 use crate::rules::authorization_server::{self, Document, DocumentProblem};
 use crate::rules::authorization_server::{MetadataKind, Rules};
 use crate::rules::jwk_set;
 use crate::url;
+use std::borrow::Cow;
 
 /// Finds, fetches and judges `issuer`'s metadata; `context` names the server in a longer chain.
 ///
@@ -32,9 +33,7 @@ pub(super) fn discover(
         let fetched = match at.fetch_candidate(Link::Metadata, context, &candidate.url)? {
             Answer::Skipped(why) if last => {
                 // As any refused redirect: the same class, and the hint naming the flag that applies.
-                let mut failure = at.failure(Link::Metadata, context, why);
-                failure.detail.push_str(&before(&declined));
-                return Err(failure);
+                return Err(at.failure(Link::Metadata, context, &candidate.url, why).hint(before(&declined)));
             }
             Answer::Skipped(why) => {
                 let skipped = format!("{} ({why})", url::redact(&candidate.url));
@@ -61,9 +60,7 @@ pub(super) fn discover(
             }
             Ok(server)
         });
-        let mut server = judged.map_err(|f| {
-            Failure { detail: format!("{}{}", f.detail, before(&declined)), ..f }.at(Link::Metadata, context)
-        })?;
+        let mut server = judged.map_err(|f| f.hint(before(&declined)).at(Link::Metadata, context))?;
         server.document.warnings.extend(passed_over.iter().map(|p| format!("{context}passed over {p}")));
         if at.checks.check_jwks {
             let keys = check_jwks(at, &mut server.document, context);
@@ -74,15 +71,16 @@ pub(super) fn discover(
     unreachable!("every kind has at least one candidate URL")
 }
 
-fn before(declined: &[String]) -> String {
-    if declined.is_empty() { String::new() } else { format!("; before it: {}", declined.join(", ")) }
+/// The URLs passed over before the one that failed, as a hint.
+fn before(declined: &[String]) -> Option<Cow<'static, str>> {
+    (!declined.is_empty()).then(|| format!("before it: {}", declined.join(", ")).into())
 }
 
 /// Judges a complete response by `rules`.
 pub(super) fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<ServerReady, Failure> {
     let body = usable_body(fetched)?;
-    let document =
-        authorization_server::validate_document(body, issuer, rules).map_err(|p| document_failure(p, fetched))?;
+    let document = authorization_server::validate_document(body, issuer, rules)
+        .map_err(|p| document_failure(p, fetched).about(&fetched.url))?;
     Ok(ServerReady { document, url: fetched.url.clone(), jwks_keys: None })
 }
 
@@ -97,23 +95,28 @@ fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
         DocumentProblem::IssuerMismatch { .. } => FailureClass::IssuerMismatch,
         DocumentProblem::MissingField(_) | DocumentProblem::NotHttps(_) => FailureClass::MissingField,
     };
-    let mut detail = problem.to_string();
-    if class == FailureClass::Json {
-        detail.push_str(&format!(
-            " (Content-Type {}, starts {:?})",
+    let message = match class {
+        FailureClass::Json => format!(
+            "{problem} (Content-Type {}, starts {:?})",
             fetched.content_type.as_deref().unwrap_or("absent"),
             crate::rules::printable_excerpt(&fetched.body, 60)
-        ));
-    }
-    Failure::new(class, detail)
+        ),
+        _ => problem.to_string(),
+    };
+    let (member, found) = match problem {
+        DocumentProblem::IssuerMismatch { found, .. } => (Some("issuer"), Some(found)),
+        DocumentProblem::Duplicate(_) => (Some("issuer"), None),
+        _ => (None, None),
+    };
+    Failure::of(class, Cause::Document { member, found }, message)
 }
 
 /// Fetches the keys (`--jwks-url`, else `jwks_uri`) under the same TLS rules and requires a
-/// usable key. Every failure here is class `jwks`, with the transport's class in the detail. A
+/// usable key. Every failure here is class `jwks`, with the transport's class inside (`within`). A
 /// plain-http `jwks_uri` fails in a chain given as https and is a warning otherwise
 /// ([`jwk_set::location`]); `--jwks-url` is the user's own URL, checked when the settings are read.
 fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Result<usize, Failure> {
-    let jwks = |detail: String| Failure::new(FailureClass::Jwks, detail).at(Link::Jwks, context);
+    let jwks = |message: String| Failure::of(FailureClass::Jwks, Cause::JwkSet, message).at(Link::Jwks, context);
     let Some(uri) = at.checks.jwks_url.clone().or(document.jwks_uri.clone()) else {
         return Err(jwks("the document has no jwks_uri to check".into()));
     };
@@ -128,28 +131,29 @@ fn check_jwks(at: &Attempt<'_>, document: &mut Document, context: &str) -> Resul
     let body = usable_body(&fetched).map_err(|f| {
         if fetched.status != 200 && symmetric_only(document) {
             // The cause is known (see `symmetric_only_hint`): no guessing at gateways.
-            return jwks(format!("{} answered HTTP {}", url::redact(&uri), fetched.status));
+            let message = format!("{} answered HTTP {}", url::redact(&uri), fetched.status);
+            let f = Failure::of(FailureClass::Jwks, Cause::Status(fetched.status), message);
+            return f.at(Link::Jwks, context).about(&uri);
         }
-        let hint = if fetched.status >= 500 { " (Dex answers 500 until its first signing key exists)" } else { "" };
-        jwks(format!("{}{hint}", f.detail))
+        let dex = (fetched.status >= 500).then_some("Dex answers 500 until its first signing key exists".into());
+        f.with(|f| f.class = FailureClass::Jwks).at(Link::Jwks, context).hint(dex)
     })?;
     jwk_set::validate_jwks(body, &document.id_token_signing_alg_values_supported)
-        .map_err(|p| jwks(format!("{p} (from {})", url::redact(&uri))))
+        .map_err(|p| jwks(format!("{p} (from {})", url::redact(&uri))).about(&uri))
 }
 
 /// A provider that signs only with a shared secret (`HS*`) publishes no key: `--check-jwks` can
 /// never pass there, and the failure should say so rather than suggest a network problem.
-fn symmetric_only_hint(mut failure: Failure, document: &Document) -> Failure {
+fn symmetric_only_hint(failure: Failure, document: &Document) -> Failure {
     let algs = &document.id_token_signing_alg_values_supported;
-    if symmetric_only(document) {
-        failure.detail = format!(
+    let summary = symmetric_only(document).then(|| {
+        format!(
             "the provider signs ID tokens only with {} (a shared secret), so no public key exists to check: drop \
-             --check-jwks ({})",
-            algs.join(", "),
-            failure.detail
-        );
-    }
-    failure
+             --check-jwks",
+            algs.join(", ")
+        )
+    });
+    failure.with(|f| f.summary = summary)
 }
 
 /// The document lists signing algorithms and every one of them is a shared secret's (`HS*`).

@@ -6,9 +6,9 @@
 //! modern evidence they POST `initialize`, the 2025 handshake. What they stop at, the gate waits
 //! on: a server a client cannot even talk to is not ready, whatever its metadata says.
 
-use super::{Attempt, Failure, FailureClass, Link};
-use crate::net::http::FetchError;
+use super::{Attempt, Cause, Failure, FailureClass, Link};
 use crate::net::redirect::MCP_MAX_REDIRECTS as MAX_REDIRECTS;
+use crate::net::redirect::{self, RedirectKind, Redirects};
 use crate::net::response::Fetched;
 use crate::url;
 use serde_json::Value;
@@ -98,7 +98,7 @@ pub(super) fn check(at: &Attempt<'_>, target: &str) -> Result<Endpoint, Failure>
         match judge(method, &fetched) {
             Verdict::Challenged => return Ok(Endpoint::Challenged(fetched)),
             Verdict::Answered(how) => return Ok(Endpoint::Open(open_note(target, method, &how))),
-            Verdict::Stop(failure) => return Err(failure.at(Link::ResourceMetadata, CONTEXT)),
+            Verdict::Stop(failure) => return Err(failure.at(Link::ResourceMetadata, CONTEXT).about(&fetched.url)),
             Verdict::Fallback(what) if method == Method::Discover => first = what,
             Verdict::Fallback(what) => {
                 let detail = format!(
@@ -106,7 +106,8 @@ pub(super) fn check(at: &Attempt<'_>, target: &str) -> Result<Endpoint, Failure>
                      from the one to the other and then stop, so none can connect",
                     url::redact(target)
                 );
-                return Err(Failure::new(FailureClass::HttpStatus, detail).at(Link::ResourceMetadata, CONTEXT));
+                let failure = Failure::of(FailureClass::HttpStatus, Cause::ResourceChain, detail);
+                return Err(failure.at(Link::ResourceMetadata, CONTEXT).about(target));
             }
         }
     }
@@ -120,11 +121,11 @@ fn post(at: &Attempt<'_>, target: &str, method: Method) -> Result<Fetched, Failu
     let headers: Vec<(&str, String)> = headers.iter().map(|(n, v)| (*n, v.clone())).collect();
     let mut current = target.to_string();
     for _ in 0..=MAX_REDIRECTS {
-        at.track.enter(Link::ResourceMetadata, CONTEXT);
+        at.track.enter(Link::ResourceMetadata, CONTEXT, &current);
         let left = at.deadline.saturating_duration_since(Instant::now());
         let fetched = at.client.post(&current, body, left, &headers, &at.track.progress);
         at.refuse_private(Link::ResourceMetadata, CONTEXT)?;
-        let fetched = fetched.map_err(|e| at.failure(Link::ResourceMetadata, CONTEXT, e))?;
+        let fetched = fetched.map_err(|e| at.failure(Link::ResourceMetadata, CONTEXT, &current, e))?;
         // A 429's `Retry-After` too, though the clients then try `initialize`: the attempt asks for it.
         at.note_retry_after(&fetched);
         match same_origin_hop(&current, &fetched) {
@@ -132,8 +133,8 @@ fn post(at: &Attempt<'_>, target: &str, method: Method) -> Result<Fetched, Failu
             None => return Ok(fetched),
         }
     }
-    let e = FetchError::Redirect(format!("more than {MAX_REDIRECTS} redirects"));
-    Err(at.failure(Link::ResourceMetadata, CONTEXT, e))
+    let e = redirect::refused(RedirectKind::TooMany(Redirects::SameOrigin), &current);
+    Err(at.failure(Link::ResourceMetadata, CONTEXT, &current, e))
 }
 
 fn same_origin_hop(current: &str, fetched: &Fetched) -> Option<String> {
@@ -179,7 +180,7 @@ fn judge(method: Method, fetched: &Fetched) -> Verdict {
                 "{} answered {name} with HTTP {status} but {why}: MCP clients get no usable reply and stop",
                 url::redact(&fetched.url)
             );
-            Verdict::Stop(Failure::new(FailureClass::Resource, detail))
+            Verdict::Stop(Failure::of(FailureClass::Resource, Cause::ResourceChain, detail))
         }
         (Method::Discover, Ok(Ok(result))) if modern(&result) => {
             Verdict::Answered(format!("a server/discover result offering {MODERN_REVISION}"))
@@ -192,14 +193,14 @@ fn judge(method: Method, fetched: &Fetched) -> Verdict {
             let what = result.map_or_else(|e| format!("the JSON-RPC error {e}"), |r| format!("the result {r}"));
             let what: String = what.chars().take(160).collect();
             let detail = format!("{} answered initialize with {what}: MCP clients stop", url::redact(&fetched.url));
-            Verdict::Stop(Failure::new(FailureClass::Resource, detail))
+            Verdict::Stop(Failure::of(FailureClass::Resource, Cause::ResourceChain, detail))
         }
     }
 }
 
 fn status_stop(name: &str, fetched: &Fetched, then: &str) -> Failure {
     let detail = format!("{} answered {name} with HTTP {}: {then}", url::redact(&fetched.url), fetched.status);
-    Failure::new(FailureClass::HttpStatus, detail)
+    Failure::of(FailureClass::HttpStatus, Cause::Status(fetched.status), detail)
 }
 
 /// The JSON-RPC response to the request, `Ok(result)` or `Err(error)`, or why there is none.

@@ -14,12 +14,12 @@ mod issuer;
 mod mcp_endpoint;
 mod resource_chain;
 
-pub(crate) use failure::{Failure, FailureClass, Link};
+pub(crate) use failure::{Cause, Failure, FailureClass, Link, LocalFile};
 use failure::{link_failure, moves_on, redirect_hint, refused_address, skipped_by_proxy, usable_body};
 
 use crate::config::{Checks, Target};
 use crate::net::http::{FetchError, HttpClient};
-use crate::net::redirect::{Redirects, Request};
+use crate::net::redirect::{RedirectKind, Redirects, RefusedRedirect, Request};
 use crate::net::response::Fetched;
 use crate::progress::{Progress, Stage};
 use crate::rules::authorization_server::MetadataKind;
@@ -58,26 +58,28 @@ pub(crate) struct Ready {
 }
 
 /// What the thread doing an attempt shares with the caller waiting for it: the link it is at
-/// (with the words that name it, such as the authorization server) and the fetch's stage.
+/// (with the words that name it, such as the authorization server, and its URL) and the fetch's
+/// stage.
 #[derive(Debug, Default)]
 struct Track {
     progress: Arc<Progress>,
-    at: Mutex<(Link, String)>,
+    at: Mutex<(Link, String, String)>,
 }
 
 impl Track {
-    fn enter(&self, link: Link, context: &str) {
+    fn enter(&self, link: Link, context: &str, to: &str) {
         if let Ok(mut at) = self.at.lock() {
-            *at = (link, context.to_string());
+            *at = (link, context.to_string(), to.to_string());
         }
     }
 
     /// The failure of an attempt abandoned after `budget`, in the words a fetch that timed out
     /// by itself would have used.
-    fn abandoned(&self, budget: Duration) -> Failure {
+    fn abandoned(&self, client: &HttpClient, budget: Duration) -> Failure {
         let (stage, host) = self.progress.at();
-        let (link, context) = self.at.lock().map(|at| at.clone()).unwrap_or_default();
-        link_failure(link, &context, FetchError::TimedOut { stage, host, after: budget })
+        let (link, context, to) = self.at.lock().map(|at| at.clone()).unwrap_or_default();
+        let timed_out = FetchError::TimedOut { stage, host: host.clone(), after: budget };
+        link_failure(link, &context, &to, timed_out, (stage, host)).with(|f| f.proxy = client.proxy_for(&to))
     }
 }
 
@@ -126,7 +128,7 @@ impl Prober {
         let Ok(latest) = self.latest.lock() else { return LastWord::default() };
         let in_flight = latest.running.as_ref().map(|(started, track)| {
             let (stage, host) = track.progress.at();
-            let (link, context) = track.at.lock().map(|at| at.clone()).unwrap_or_default();
+            let (link, context, _) = track.at.lock().map(|at| at.clone()).unwrap_or_default();
             let ran = crate::human::secs(started.elapsed());
             format!("{context}{stage} ({host}), {ran} into it, at the {} link", link.as_str())
         });
@@ -161,7 +163,7 @@ impl Prober {
             // Out of threads: run here; the socket timeouts still bound it, if less tightly.
             return self.run(budget, &track);
         }
-        rx.recv_timeout(budget).unwrap_or_else(|_| Err(track.abandoned(budget)))
+        rx.recv_timeout(budget).unwrap_or_else(|_| Err(track.abandoned(&self.client, budget)))
     }
 
     fn run(&self, budget: Duration, track: &Track) -> Result<Ready, Failure> {
@@ -169,7 +171,10 @@ impl Prober {
             None => None,
             Some(path) => {
                 track.progress.enter(Stage::ReadingTokenFile, &path.display().to_string());
-                let why = |why| Failure::new(FailureClass::Token, format!("token file {} {why}", path.display()));
+                let why = |why| {
+                    let cause = Cause::LocalFile { file: LocalFile::Token, path: path.display().to_string() };
+                    Failure::of(FailureClass::Token, cause, format!("token file {} {why}", path.display()))
+                };
                 Some(token::read(path).map_err(why)?)
             }
         };
@@ -216,8 +221,9 @@ impl Prober {
         let read = |h: &crate::config::HeaderFile| {
             progress.enter(Stage::ReadingHeaderFile, &h.path.display().to_string());
             token::read_header_value(&h.path).map(|value| (h.name.clone(), value)).map_err(|why| {
-                let detail = format!("header file {} (for {}) {why}", h.path.display(), h.name);
-                Failure::new(FailureClass::HeaderFile, detail)
+                let message = format!("header file {} (for {}) {why}", h.path.display(), h.name);
+                let cause = Cause::LocalFile { file: LocalFile::Header, path: h.path.display().to_string() };
+                Failure::of(FailureClass::HeaderFile, cause, message)
             })
         };
         self.checks.header_files.iter().map(read).collect()
@@ -272,7 +278,7 @@ pub(crate) const MCP_PROTOCOL_VERSION: &str = "2025-11-25";
 /// does not follow, which MCP clients pass over (see [`Attempt::fetch_candidate`]).
 pub(crate) enum Answer {
     Got(Fetched),
-    /// Why the URL was passed over: a [`FetchError::Redirect`] or [`FetchError::CrossOrigin`].
+    /// Why the URL was passed over: a [`FetchError::Redirect`].
     Skipped(FetchError),
 }
 
@@ -302,7 +308,7 @@ impl Attempt<'_> {
     }
 
     fn get(&self, link: Link, context: &str, to: &str) -> Result<Fetched, FetchError> {
-        self.track.enter(link, context);
+        self.track.enter(link, context, to);
         let left = self.deadline.saturating_duration_since(Instant::now());
         let fetched = self.client.get(to, left, &self.request_for(link, to), &self.track.progress);
         if let Ok(f) = &fetched {
@@ -316,7 +322,7 @@ impl Attempt<'_> {
     fn fetch(&self, link: Link, context: &str, to: &str) -> Result<Fetched, Failure> {
         let fetched = self.get(link, context, to);
         self.refuse_private(link, context)?;
-        fetched.map_err(|e| self.failure(link, context, e))
+        fetched.map_err(|e| self.failure(link, context, to, e))
     }
 
     /// Like [`Attempt::fetch`], for one of several URLs in the MCP clients' order: a redirect
@@ -329,8 +335,8 @@ impl Attempt<'_> {
         self.refuse_private(link, context)?;
         match fetched {
             Ok(fetched) => Ok(Answer::Got(fetched)),
-            Err(e @ (FetchError::Redirect(_) | FetchError::CrossOrigin(_))) => Ok(Answer::Skipped(e)),
-            Err(e) => Err(self.failure(link, context, e)),
+            Err(e @ FetchError::Redirect(_)) => Ok(Answer::Skipped(e)),
+            Err(e) => Err(self.failure(link, context, to, e)),
         }
     }
 
@@ -340,27 +346,28 @@ impl Attempt<'_> {
         if self.checks.refuse_private_addresses
             && let Some(refused) = refused_address(&self.track.progress.resolved())
         {
-            return Err(Failure::new(FailureClass::PrivateAddress, refused).at(link, context));
+            return Err(refused.at(link, context));
         }
         Ok(())
     }
 
-    fn failure(&self, link: Link, context: &str, e: FetchError) -> Failure {
+    /// The failure of fetching `to`, the link `link` of the server `context` names: with the
+    /// proxy it went through, and what to do about a refused cross-origin redirect or a
+    /// certificate oauth2-proxy would not check (conclusive: waiting cannot help).
+    fn failure(&self, link: Link, context: &str, to: &str, e: FetchError) -> Failure {
         let e = match e {
             FetchError::TimedOut { stage, host, .. } => FetchError::TimedOut { stage, host, after: self.budget },
             other => other,
         };
-        let rejected = matches!(e, FetchError::Tls { error: rustls::Error::InvalidCertificate(_), .. });
-        let cross_origin = matches!(e, FetchError::CrossOrigin(_));
-        let mut failure = link_failure(link, context, e);
-        if cross_origin {
-            failure.detail.push_str(redirect_hint(link, context.is_empty() && self.checks.one_issuer));
-        }
-        if rejected && self.checks.proxy_skips_verify {
-            failure.detail.push_str(&skipped_by_proxy());
-            failure.conclusive = true;
-        }
+        let rejected = matches!(e, FetchError::Tls { error: rustls::Error::InvalidCertificate(_), .. })
+            && self.checks.proxy_skips_verify;
+        let cross_origin = matches!(&e, FetchError::Redirect(RefusedRedirect { kind: RedirectKind::CrossOrigin, .. }));
+        let redirect = redirect_hint(link, context.is_empty() && self.checks.one_issuer).filter(|_| cross_origin);
+        let failure = link_failure(link, context, to, e, self.track.progress.at());
         failure
+            .with(|f| (f.proxy, f.conclusive) = (self.client.proxy_for(to), rejected))
+            .hint(redirect.map(Into::into))
+            .hint(rejected.then(|| skipped_by_proxy().into()))
     }
 }
 

@@ -8,7 +8,7 @@
 //! (the 2025-03-26 behaviour both SDKs keep), unless `--refuse-legacy-auth`.
 
 use super::mcp_endpoint::{self, Endpoint};
-use super::{Answer, Attempt, Failure, FailureClass, Link, Ready, issuer, moves_on, usable_body};
+use super::{Answer, Attempt, Cause, Failure, FailureClass, Link, Ready, issuer, moves_on, usable_body};
 use crate::net::response::Fetched;
 use crate::rules::authorization_server::MetadataKind;
 use crate::rules::protected_resource::{self, ResourceMetadata};
@@ -105,7 +105,9 @@ fn find_metadata(at: &Attempt<'_>, target: &str) -> Result<Found, Failure> {
 fn challenged(at: &Attempt<'_>, fetched: &Fetched) -> Result<Option<(String, Option<String>)>, Failure> {
     let named = fetched.www_authenticate.as_deref();
     let Some(named) = named.and_then(protected_resource::challenge_metadata_url) else { return Ok(None) };
-    let fail = |detail: String| Failure::new(FailureClass::Resource, detail).at(Link::ResourceMetadata, "");
+    let fail = |message: String| {
+        Failure::of(FailureClass::Resource, Cause::ResourceChain, message).at(Link::ResourceMetadata, "").about(&named)
+    };
     if let Err(problem) = url::split(&named) {
         let name = url::redact(&named);
         return Err(fail(format!("the resource's challenge names resource_metadata {name:?}, which {problem}")));
@@ -131,13 +133,15 @@ fn legacy(at: &Attempt<'_>, target: &str, declined: &[String]) -> Result<Ready, 
             "{none}; MCP clients would fall back to the 2025-03-26 behaviour (the server's origin as its \
              authorization server), which --refuse-legacy-auth refuses"
         );
-        return Err(Failure::new(FailureClass::Resource, detail).at(Link::ResourceMetadata, ""));
+        let failure = Failure::of(FailureClass::Resource, Cause::ResourceChain, detail);
+        return Err(failure.at(Link::ResourceMetadata, "").about(target));
     }
     let origin = url::root_well_known(target, "");
     let context = format!("legacy authorization server {origin} (no protected resource metadata): ");
+    let slash = format!("{origin}/");
     let mut server = match issuer::discover(at, &origin, MetadataKind::Auto, None, &context) {
-        Err(f) if f.class == FailureClass::IssuerMismatch && f.detail.contains(&format!("issuer \"{origin}/\"")) => {
-            issuer::discover(at, &format!("{origin}/"), MetadataKind::Auto, None, &context)?
+        Err(f) if matches!(&f.cause, Cause::Document { found: Some(found), .. } if *found == slash) => {
+            issuer::discover(at, &slash, MetadataKind::Auto, None, &context)?
         }
         outcome => outcome?,
     };
@@ -162,8 +166,10 @@ fn judge(
     let accepted = protected_resource::accepted_resources(target, candidate);
     let metadata = protected_resource::validate(body, &accepted, at.transport).map_err(|problem| {
         // The problem names the metadata itself; no prefix needed.
-        Failure::new(FailureClass::Resource, format!("{problem} (from {})", url::redact(&fetched.url)))
+        let message = format!("{problem} (from {})", url::redact(&fetched.url));
+        Failure::of(FailureClass::Resource, Cause::ResourceChain, message)
             .at(Link::ResourceMetadata, "")
+            .about(&fetched.url)
     })?;
     Ok((fetched.url.clone(), metadata))
 }

@@ -1,19 +1,16 @@
 //! What the tool says when the wait ends: the outcome, the final line, the reasons for each
 //! target not ready, and what goes to stdout, gathered into one [`Conclusion`] to be delivered.
 
-use super::delivery::say_last;
-use super::exit_code::ExitCode;
+use super::failure_text;
 use super::json::json_summary;
 use super::log_lines::{failure_counts, label};
 use super::once::once_summary;
-use super::outcome::{IssuerResult, Outcome, Stopped};
+use super::outcome::{Ended, Outcome, TargetResult};
 use crate::config::Config;
 use crate::config::Output;
 use crate::config::RunMode;
-use crate::config::TerminationLog;
 use crate::human::secs;
 use crate::url;
-use crate::wait::Verdict;
 use log::Level;
 use std::time::Duration;
 
@@ -30,11 +27,11 @@ pub(crate) struct Conclusion {
 }
 
 /// The conclusion of a wait that ended (all ready, one not ready, or the deadline).
-pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[IssuerResult<'_>], elapsed: Duration) -> Conclusion {
+pub(crate) fn conclude(config: &Config, mode: RunMode, issuers: &[TargetResult<'_>], elapsed: Duration) -> Conclusion {
     let attempts: u32 = issuers.iter().map(|r| r.tally.attempts).sum();
     let took = secs(elapsed);
     let mut lines = Vec::new();
-    if issuers.iter().all(|r| r.verdict == Some(Verdict::Ready)) {
+    if issuers.iter().all(|r| r.ended() == Ended::Ready) {
         let mut once = String::new();
         for r in issuers {
             if let Some(ready) = &r.tally.last_ready {
@@ -100,19 +97,19 @@ fn then(config: &Config, outcome: Outcome) -> String {
 /// say: an attempt under way, a wait cut short or interrupted, and the failures by class.
 fn not_ready_lines(
     config: &Config,
-    issuers: &[IssuerResult<'_>],
+    issuers: &[TargetResult<'_>],
     elapsed: Duration,
     lines: &mut Vec<(Level, String)>,
 ) -> Vec<String> {
     let mut reasons = Vec::new();
     // Those that finished not ready first: what ended the wait leads the final line, and so
     // survives the termination message's cut.
-    let mut not_ready: Vec<&IssuerResult<'_>> = issuers.iter().filter(|r| r.verdict != Some(Verdict::Ready)).collect();
+    let mut not_ready: Vec<&TargetResult<'_>> = issuers.iter().filter(|r| r.ended() != Ended::Ready).collect();
     not_ready.sort_by_key(|r| r.verdict.is_none());
     for r in not_ready {
         let label = label(config, r.target);
         let reason = not_ready_reason(r, config, elapsed);
-        let cut_short = matches!(r.stopped, Stopped::By(_) | Stopped::Signal(_)) && r.verdict.is_none();
+        let cut_short = matches!(r.ended(), Ended::CutShort(_) | Ended::Interrupted);
         if r.in_flight.is_some() || cut_short || r.tally.attempts == 0 {
             let mut line = match r.tally.attempts {
                 0 => format!("{label}not ready ({reason}) before any attempt finished"),
@@ -129,20 +126,20 @@ fn not_ready_lines(
                 format!("{label}{} attempt(s), failures by class: {}", r.tally.attempts, failure_counts(r.tally)),
             ));
         }
-        let last = r.tally.last_failure.as_ref().map_or("none".to_string(), |f| format!("{}: {}", f.class, f.detail));
+        let last = r.tally.last_failure.as_ref().map_or("none".to_string(), failure_text::line);
         reasons.push(format!("{} ({reason}; last failure: {last})", url::redact(r.target.name())));
     }
     reasons
 }
 
 /// The conclusion of a wait ended by SIGTERM or SIGINT.
-pub(crate) fn interrupted(config: &Config, issuers: &[IssuerResult<'_>], signal: i32, elapsed: Duration) -> Conclusion {
+pub(crate) fn interrupted(config: &Config, issuers: &[TargetResult<'_>], signal: i32, elapsed: Duration) -> Conclusion {
     let name = if signal == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
     let attempts: u32 = issuers.iter().map(|r| r.tally.attempts).sum();
     let outcome = Outcome::Interrupted(signal);
     // The signal may come just as every target has passed, before anything was said: then the
     // run is interrupted all the same (nothing said `ready`, the command does not run).
-    let all_ready = !issuers.is_empty() && issuers.iter().all(|r| r.verdict == Some(Verdict::Ready));
+    let all_ready = !issuers.is_empty() && issuers.iter().all(|r| r.ended() == Ended::Ready);
     let not_ready = if all_ready { ", just as the wait ended ready" } else { "; not ready" };
     let last = (
         Level::Warn,
@@ -168,86 +165,18 @@ pub(crate) fn cannot_wait(config: &Config, error: &anyhow::Error, elapsed: Durat
     Conclusion { outcome, lines: Vec::new(), last, stdout }
 }
 
-/// Why an issuer is not ready, in one phrase; `elapsed` is when the run ended.
-fn not_ready_reason(r: &IssuerResult<'_>, config: &Config, elapsed: Duration) -> String {
-    match (r.verdict, r.stopped) {
-        (Some(Verdict::Ready), _) => "ready".into(),
-        (Some(Verdict::DeadlineReached), _) | (None, Stopped::Deadline) => {
-            format!("timeout of {} used up", secs(config.timing.timeout))
-        }
-        (Some(Verdict::AttemptsExhausted), _) => format!("all {} attempt(s) used", r.tally.attempts),
-        (Some(Verdict::Conclusive), _) => "certificate rejected, a check oauth2-proxy skips".into(),
-        (None, Stopped::By(i)) => format!(
+/// Why a target is not ready, in one phrase; `elapsed` is when the run ended.
+fn not_ready_reason(r: &TargetResult<'_>, config: &Config, elapsed: Duration) -> String {
+    match r.ended() {
+        Ended::Ready => "ready".into(),
+        Ended::DeadlineReached => format!("timeout of {} used up", secs(config.timing.timeout)),
+        Ended::AttemptsExhausted => format!("all {} attempt(s) used", r.tally.attempts),
+        Ended::CertificateRejected => "certificate rejected, a check oauth2-proxy skips".into(),
+        Ended::CutShort(i) => format!(
             "cut short after {}: {} ended the wait",
             secs(elapsed),
             config.targets.get(i).map_or(String::new(), |t| url::redact(t.name()))
         ),
-        (None, Stopped::Signal(_)) => format!("interrupted after {}", secs(elapsed)),
-    }
-}
-
-/// The command after `--` could not be run: 127 when it was not found, 126 when it was but could
-/// not be run, as `env` and `sh` exit; the log and the termination message say which, and what
-/// to check. `path` is the `PATH` searched (for a name without a slash), its default if unset.
-pub(crate) fn cannot_hand_over(
-    name: &str,
-    error: &std::io::Error,
-    path: &str,
-    termination_log: &TerminationLog,
-) -> ExitCode {
-    let (code, why) = match error.raw_os_error() {
-        Some(libc::ENOENT | libc::ENOTDIR) => {
-            let searched = if name.contains('/') { String::new() } else { format!(" in PATH ({path})") };
-            (ExitCode::CommandNotFound, format!("not found{searched}; check the name, or give its full path"))
-        }
-        Some(libc::EACCES) => (
-            ExitCode::CommandCannotRun,
-            "permission denied: it must be a file with execute permission, in directories that can be searched"
-                .to_string(),
-        ),
-        Some(libc::ENOEXEC) => (
-            ExitCode::CommandCannotRun,
-            "not an executable format (a script needs a #! line; the gate runs no shell)".to_string(),
-        ),
-        _ => (ExitCode::CommandCannotRun, error.to_string()),
-    };
-    let line = format!("cannot hand over to {name}: {why} (exit {})", code.code());
-    say_last(Level::Error, line, termination_log);
-    code
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn said(error: std::io::Error, name: &str) -> (ExitCode, String) {
-        let dir = tempfile::tempdir().unwrap();
-        let log = TerminationLog { path: dir.path().join("termination-log"), create: true };
-        let code = cannot_hand_over(name, &error, "/opt/bin:/usr/bin", &log);
-        (code, std::fs::read_to_string(&log.path).unwrap())
-    }
-
-    #[test]
-    fn a_command_not_found_is_127_and_one_that_cannot_run_126_as_env_and_sh_say() {
-        let (code, line) = said(std::io::Error::from_raw_os_error(libc::ENOENT), "vault");
-        assert_eq!(code, ExitCode::CommandNotFound);
-        assert_eq!(
-            line,
-            "cannot hand over to vault: not found in PATH (/opt/bin:/usr/bin); check the name, or give its full path \
-             (exit 127)\n"
-        );
-        let (code, line) = said(std::io::Error::from_raw_os_error(libc::ENOTDIR), "/opt/vault/bin");
-        assert_eq!(code, ExitCode::CommandNotFound);
-        assert!(line.starts_with("cannot hand over to /opt/vault/bin: not found; check the name"), "{line}");
-        for (errno, why) in [
-            (libc::EACCES, "permission denied: it must be a file with execute permission"),
-            (libc::ENOEXEC, "not an executable format (a script needs a #! line; the gate runs no shell)"),
-            (libc::E2BIG, "Argument list too long"),
-        ] {
-            let (code, line) = said(std::io::Error::from_raw_os_error(errno), "vault");
-            assert_eq!(code, ExitCode::CommandCannotRun, "{line}");
-            assert!(line.starts_with(&format!("cannot hand over to vault: {why}")), "{line}");
-            assert!(line.trim_end().ends_with("(exit 126)"), "{line}");
-        }
+        Ended::Interrupted => format!("interrupted after {}", secs(elapsed)),
     }
 }

@@ -1,5 +1,6 @@
 //! Saying it, bounded in time: the conclusion goes to the termination log, stdout and stderr,
-//! each on a thread of its own, and no sink that blocks can hold the process past its deadline.
+//! each on a thread of its own, and no sink that blocks can hold the process past its deadline;
+//! and the last word after it, when the command after `--` cannot be run.
 
 use super::conclusion::Conclusion;
 use super::exit_code::ExitCode;
@@ -52,7 +53,7 @@ impl Conclusion {
 
 /// A last word after the conclusion (the command after `--` could not be run): the log's final
 /// line and the termination message, which replaces the one that said the gate was handing over.
-pub(crate) fn say_last(level: Level, line: String, termination_log: &TerminationLog) {
+fn say_last(level: Level, line: String, termination_log: &TerminationLog) {
     let log = termination_log.clone();
     let line = shown(&line);
     let (logged, line) = (line.clone(), termination_message(&line));
@@ -135,6 +136,36 @@ pub(crate) fn write_termination_log(t: &TerminationLog, line: &str) {
     }
 }
 
+/// The command after `--` could not be run: 127 when it was not found, 126 when it was but could
+/// not be run, as `env` and `sh` exit; the log and the termination message say which, and what
+/// to check. `path` is the `PATH` searched (for a name without a slash), its default if unset.
+pub(crate) fn cannot_hand_over(
+    name: &str,
+    error: &std::io::Error,
+    path: &str,
+    termination_log: &TerminationLog,
+) -> ExitCode {
+    let (code, why) = match error.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR) => {
+            let searched = if name.contains('/') { String::new() } else { format!(" in PATH ({path})") };
+            (ExitCode::CommandNotFound, format!("not found{searched}; check the name, or give its full path"))
+        }
+        Some(libc::EACCES) => (
+            ExitCode::CommandCannotRun,
+            "permission denied: it must be a file with execute permission, in directories that can be searched"
+                .to_string(),
+        ),
+        Some(libc::ENOEXEC) => (
+            ExitCode::CommandCannotRun,
+            "not an executable format (a script needs a #! line; the gate runs no shell)".to_string(),
+        ),
+        _ => (ExitCode::CommandCannotRun, error.to_string()),
+    };
+    let line = format!("cannot hand over to {name}: {why} (exit {})", code.code());
+    say_last(Level::Error, line, termination_log);
+    code
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +178,37 @@ mod tests {
             let cut = termination_message(&long);
             assert!(cut.len() < TERMINATION_LIMIT && cut.len() > TERMINATION_LIMIT - 8 - CUT.len(), "{}", cut.len());
             assert!(cut.ends_with(CUT) && cut.starts_with(filler), "{filler}");
+        }
+    }
+
+    fn said(error: std::io::Error, name: &str) -> (ExitCode, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TerminationLog { path: dir.path().join("termination-log"), create: true };
+        let code = cannot_hand_over(name, &error, "/opt/bin:/usr/bin", &log);
+        (code, std::fs::read_to_string(&log.path).unwrap())
+    }
+
+    #[test]
+    fn a_command_not_found_is_127_and_one_that_cannot_run_126_as_env_and_sh_say() {
+        let (code, line) = said(std::io::Error::from_raw_os_error(libc::ENOENT), "vault");
+        assert_eq!(code, ExitCode::CommandNotFound);
+        assert_eq!(
+            line,
+            "cannot hand over to vault: not found in PATH (/opt/bin:/usr/bin); check the name, or give its full path \
+             (exit 127)\n"
+        );
+        let (code, line) = said(std::io::Error::from_raw_os_error(libc::ENOTDIR), "/opt/vault/bin");
+        assert_eq!(code, ExitCode::CommandNotFound);
+        assert!(line.starts_with("cannot hand over to /opt/vault/bin: not found; check the name"), "{line}");
+        for (errno, why) in [
+            (libc::EACCES, "permission denied: it must be a file with execute permission"),
+            (libc::ENOEXEC, "not an executable format (a script needs a #! line; the gate runs no shell)"),
+            (libc::E2BIG, "Argument list too long"),
+        ] {
+            let (code, line) = said(std::io::Error::from_raw_os_error(errno), "vault");
+            assert_eq!(code, ExitCode::CommandCannotRun, "{line}");
+            assert!(line.starts_with(&format!("cannot hand over to vault: {why}")), "{line}");
+            assert!(line.trim_end().ends_with("(exit 126)"), "{line}");
         }
     }
 }

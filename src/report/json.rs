@@ -1,22 +1,23 @@
 //! The `--output json` summary: one object on one line. A public interface: its field names and
-//! values are a contract, documented in the README ("JSON output") and checked by the integration
-//! tests, so a change here is a change to what scripts reading it rely on.
+//! values are a contract, documented in docs/reference.md ("JSON output") and checked by the unit
+//! tests below (on constructed results) and the integration tests, so a change here is a change
+//! to what scripts reading it rely on.
 
 use super::before_wait::first_urls;
-use super::outcome::{IssuerResult, Outcome, Stopped};
+use super::failure_text::LastFailure;
+use super::outcome::{Ended, Outcome, TargetResult};
 use crate::config::Config;
 use crate::config::Target;
 use crate::probe::ServerReady;
 use crate::rules::authorization_server::{Document, Registration};
 use crate::screen_text;
 use crate::url;
-use crate::wait::Verdict;
 use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The `--output json` summary, documented field by field in the README ("JSON output").
+/// The `--output json` summary, documented field by field in docs/reference.md ("JSON output").
 #[derive(Serialize)]
 struct Summary<'a> {
     outcome: &'static str,
@@ -83,14 +84,6 @@ fn addresses(resolved: &[(String, Vec<std::net::IpAddr>)]) -> Vec<Address<'_>> {
 }
 
 #[derive(Serialize)]
-struct LastFailure<'a> {
-    class: &'static str,
-    /// `metadata`, `jwks` or `resource-metadata`.
-    link: &'static str,
-    message: Cow<'a, str>,
-}
-
-#[derive(Serialize)]
 struct ServerSummary<'a> {
     issuer: &'a str,
     metadata_url: String,
@@ -136,8 +129,9 @@ impl<'a> ServerSummary<'a> {
 }
 
 impl<'a> IssuerSummary<'a> {
-    fn new(r: &IssuerResult<'a>, config: &Config) -> IssuerSummary<'a> {
-        let ready = r.verdict == Some(Verdict::Ready);
+    fn new(r: &TargetResult<'a>, config: &Config) -> IssuerSummary<'a> {
+        let ended = r.ended();
+        let ready = ended == Ended::Ready;
         let passed = r.tally.last_ready.as_ref().filter(|_| ready);
         let (issuer, resource) = match r.target {
             Target::Issuer { issuer, .. } => (Some(url::redact(issuer)), None),
@@ -153,21 +147,10 @@ impl<'a> IssuerSummary<'a> {
                 .map(|u| url::redact(u)),
             jwks_url: config.checks.jwks_url.as_deref().map(url::redact),
             ready,
-            verdict: match (r.verdict, r.stopped) {
-                (Some(Verdict::Ready), _) => "ready",
-                (Some(Verdict::DeadlineReached), _) | (None, Stopped::Deadline) => "deadline-reached",
-                (Some(Verdict::AttemptsExhausted), _) => "attempts-exhausted",
-                (Some(Verdict::Conclusive), _) => "certificate-rejected",
-                (None, Stopped::By(_)) => "cut-short",
-                (None, Stopped::Signal(_)) => "interrupted",
-            },
+            verdict: ended.as_str(),
             attempts: r.tally.attempts,
             failures: r.tally.failures.iter().map(|(class, n)| (class.as_str(), *n)).collect(),
-            last_failure: r.tally.last_failure.as_ref().map(|f| LastFailure {
-                class: f.class.as_str(),
-                link: f.link.as_str(),
-                message: screen_text::bound(&f.detail, screen_text::LINE_MAX),
-            }),
+            last_failure: r.tally.last_failure.as_ref().map(LastFailure::of),
             in_flight: r.in_flight.clone(),
             endpoints: single.map(|s| Endpoints::of(&s.document)),
             jwks_keys: single.and_then(|s| s.jwks_keys),
@@ -190,7 +173,7 @@ pub(super) fn json_summary(
     config: &Config,
     outcome: Outcome,
     elapsed: Duration,
-    issuers: &[IssuerResult<'_>],
+    issuers: &[TargetResult<'_>],
 ) -> String {
     let summary = Summary {
         outcome: outcome.as_str(),
@@ -203,4 +186,174 @@ pub(super) fn json_summary(
     let mut json = serde_json::to_string(&summary).unwrap_or_default();
     json.push('\n');
     json
+}
+
+/// The JSON contract, checked on constructed results without a process: every field's name and
+/// place, and what each kind of failure fills in.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::{Cause, Failure, FailureClass, Link, Ready};
+    use crate::progress::Stage;
+    use crate::report::outcome::Stopped;
+    use crate::rules::authorization_server::Document;
+    use crate::settings::Given;
+    use crate::wait::{Tally, Verdict};
+    use serde_json::{Value, json};
+
+    fn config(args: &[&str]) -> Config {
+        let given = Given::parse_from(["wait-for-idp", "--output", "json"].iter().chain(args).copied()).unwrap();
+        crate::config::load(&given, &|_| None, &[]).unwrap().config
+    }
+
+    fn summary(config: &Config, outcome: Outcome, results: &[(Option<Verdict>, Stopped, &Tally)]) -> Value {
+        let results: Vec<TargetResult<'_>> = (config.targets.iter().zip(results))
+            .map(|(target, (verdict, stopped, tally))| TargetResult {
+                target,
+                verdict: *verdict,
+                tally,
+                stopped: *stopped,
+                in_flight: None,
+            })
+            .collect();
+        serde_json::from_str(&json_summary(config, outcome, Duration::from_millis(1234), &results)).unwrap()
+    }
+
+    fn failed(failure: Failure) -> Tally {
+        Tally { attempts: 3, failures: [(failure.class, 3)].into(), last_failure: Some(failure), ..Tally::default() }
+    }
+
+    fn keys(v: &Value) -> Vec<&str> {
+        v.as_object().unwrap().keys().map(String::as_str).collect()
+    }
+
+    #[test]
+    fn every_field_is_there_and_named_as_documented() {
+        let c = config(&["--issuer", "https://idp.example/realms/x"]);
+        let document = Document { issuer: "https://idp.example/realms/x".into(), ..Document::default() };
+        let server = ServerReady {
+            document,
+            url: "https://idp.example/realms/x/.well-known/openid-configuration".into(),
+            jwks_keys: None,
+        };
+        let ready = Ready {
+            resource_metadata: None,
+            servers: vec![server],
+            warnings: Vec::new(),
+            addresses: vec![("idp.example".into(), vec!["10.0.0.7".parse().unwrap()])],
+        };
+        let tally = Tally { attempts: 1, last_ready: Some(ready), consecutive_successes: 1, ..Tally::default() };
+        let v = summary(&c, Outcome::Ready, &[(Some(Verdict::Ready), Stopped::Deadline, &tally)]);
+        let mut top = keys(&v);
+        top.sort_unstable();
+        assert_eq!(top, ["attempts", "elapsed_ms", "exit_code", "handover", "issuers", "outcome"]);
+        assert_eq!((&v["outcome"], &v["exit_code"], &v["elapsed_ms"]), (&json!("ready"), &json!(0), &json!(1234)));
+        let issuer = &v["issuers"][0];
+        let mut fields = keys(issuer);
+        fields.sort_unstable();
+        let mut documented = vec![
+            "issuer",
+            "resource",
+            "discovery_url",
+            "metadata_url",
+            "jwks_url",
+            "ready",
+            "verdict",
+            "attempts",
+            "failures",
+            "last_failure",
+            "in_flight",
+            "endpoints",
+            "jwks_keys",
+            "registration",
+            "warnings",
+            "authorization_servers",
+            "addresses",
+        ];
+        documented.sort_unstable();
+        assert_eq!(fields, documented);
+        assert_eq!(
+            (&issuer["ready"], &issuer["verdict"], &issuer["last_failure"]),
+            (&json!(true), &json!("ready"), &Value::Null)
+        );
+        assert_eq!(issuer["addresses"], json!([{"host": "idp.example", "address": "10.0.0.7", "private": "private"}]));
+    }
+
+    #[test]
+    fn a_status_names_its_code_url_and_host() {
+        let c = config(&["--issuer", "https://idp.example/realms/x", "--fail-closed"]);
+        let url = "https://idp.example/realms/x/.well-known/openid-configuration";
+        let message = format!("HTTP 503 Service Unavailable from {url}");
+        let failure = Failure::of(FailureClass::HttpStatus, Cause::Status(503), message).with(|f| {
+            f.url = Some(url.into());
+            f.hints = vec!["a gateway in front of a provider that is not serving yet".into()];
+        });
+        let v =
+            summary(&c, Outcome::NotReady, &[(Some(Verdict::DeadlineReached), Stopped::Deadline, &failed(failure))]);
+        let last = &v["issuers"][0]["last_failure"];
+        assert_eq!(
+            *last,
+            json!({
+                "class": "http-status",
+                "link": "metadata",
+                "message": format!("HTTP 503 Service Unavailable from {url}; a gateway in front of a provider that is not serving yet"),
+                "url": url,
+                "http_status": 503,
+                "stage": null,
+                "host": "idp.example",
+                "proxy": null,
+            })
+        );
+        assert_eq!(
+            (&v["issuers"][0]["verdict"], &v["issuers"][0]["failures"]),
+            (&json!("deadline-reached"), &json!({"http-status": 3}))
+        );
+    }
+
+    #[test]
+    fn a_network_failure_names_its_stage_host_and_proxy() {
+        let c = config(&["--issuer", "https://idp.example"]);
+        let cause = Cause::Network { stage: Stage::TlsHandshake, host: "idp.example".into() };
+        let failure = Failure::of(FailureClass::Jwks, cause, "certificate not trusted").with(|f| {
+            f.link = Link::Jwks;
+            f.within = Some(FailureClass::Tls);
+            f.url = Some("https://idp.example/keys".into());
+            f.proxy = Some("http://***@proxy.example:3128".into());
+        });
+        let v = summary(&c, Outcome::FailedOpen, &[(None, Stopped::Deadline, &failed(failure))]);
+        let last = &v["issuers"][0]["last_failure"];
+        assert_eq!(
+            (&last["class"], &last["link"], &last["message"]),
+            (&json!("jwks"), &json!("jwks"), &json!("tls: certificate not trusted"))
+        );
+        assert_eq!(
+            (&last["stage"], &last["host"], &last["http_status"]),
+            (&json!("tls-handshake"), &json!("idp.example"), &Value::Null)
+        );
+        assert_eq!(last["proxy"], "http://***@proxy.example:3128", "shown as the log shows it, credentials hidden");
+        assert_eq!((&v["outcome"], &v["exit_code"]), (&json!("failed-open"), &json!(0)));
+    }
+
+    #[test]
+    fn each_way_a_wait_ends_has_its_verdict() {
+        let c = config(&["--issuer", "https://a.example", "--issuer", "https://b.example"]);
+        let tally = failed(Failure::of(
+            FailureClass::Connect,
+            Cause::Network { stage: Stage::Connecting, host: "a.example".into() },
+            "refused",
+        ));
+        for (verdict, stopped, word) in [
+            (Some(Verdict::Ready), Stopped::Deadline, "ready"),
+            (Some(Verdict::DeadlineReached), Stopped::By(1), "deadline-reached"),
+            (None, Stopped::Deadline, "deadline-reached"),
+            (Some(Verdict::AttemptsExhausted), Stopped::Deadline, "attempts-exhausted"),
+            (Some(Verdict::Conclusive), Stopped::Deadline, "certificate-rejected"),
+            (None, Stopped::By(1), "cut-short"),
+            (None, Stopped::Signal(15), "interrupted"),
+        ] {
+            let v = summary(&c, Outcome::NotReady, &[(verdict, stopped, &tally), (verdict, stopped, &tally)]);
+            assert_eq!(v["issuers"][0]["verdict"], word, "{verdict:?} {stopped:?}");
+            assert_eq!(v["attempts"], 6, "over all targets");
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! The log lines while waiting: logging set-up, one line per attempt, and the throttle that
-//! keeps fast polling of a refused port from flooding the log.
+//! keeps the same failure, over and over, from flooding the log.
 
+use super::failure_text;
 use crate::config::Config;
 use crate::config::RunMode;
 use crate::config::Target;
@@ -21,10 +22,11 @@ pub(crate) const OUTCOME: &str = "outcome";
 /// Sets up logging to stderr. The gate's own lines at `--log-level` (raised by `-v`), the
 /// libraries' at warn only, and the final line always; only the final line with `--quiet`;
 /// `RUST_LOG`, when set, is env_logger's filter as written, for those who want the libraries'
-/// internals, except that no library's trace lines pass ([`Capped`]). Text lines carry the time since start, which is what matters for a gate; JSON
-/// lines the time of day as well, for a log pipeline.
-pub(crate) fn init_logging(mode: RunMode, rust_log: Option<String>) {
-    let start = Instant::now();
+/// internals, except that no library's trace lines pass ([`Capped`]). Text lines carry the time
+/// since `start`, the process's, which is what matters for a gate (the same origin as the final
+/// line's `in 1.67s` and the JSON's `elapsed_ms`); JSON lines the time of day as well, for a log
+/// pipeline.
+pub(crate) fn init_logging(mode: RunMode, rust_log: Option<String>, start: Instant) {
     let mut builder = env_logger::Builder::new();
     builder.target(env_logger::Target::Stderr);
     match (mode.quiet, rust_log) {
@@ -123,11 +125,25 @@ pub(crate) fn rfc3339(t: SystemTime) -> String {
     )
 }
 
-/// Demotes repeats of a cheap failure to debug level so that fast polling of a refused port
-/// logs about once per interval, not ten times a second.
+/// How long the same failure may go unmentioned at info level, however it repeats.
+pub(crate) const REPEAT_SAID_EVERY: Duration = Duration::from_secs(30);
+
+/// Collapses repeats of the same failure: the first is said in full, and each repeat as `again
+/// ×N` (N attempts in a row), at info only for the 2nd, 4th, 8th… or once
+/// [`REPEAT_SAID_EVERY`] has passed since the last line about it, and at debug otherwise. A
+/// refused connection (retried ten times a second) is said at most once per interval too. A
+/// provider answering 503 for the default five minutes logs about 15 lines, not 300.
 pub(crate) struct LineThrottle {
     every: Duration,
-    last: Option<(String, Instant)>,
+    last: Option<Repeat>,
+}
+
+/// The failure last said in full, how many attempts in a row have failed with it, and when a
+/// line about it was last at info.
+struct Repeat {
+    line: String,
+    times: u32,
+    said: Instant,
 }
 
 impl LineThrottle {
@@ -135,30 +151,39 @@ impl LineThrottle {
         LineThrottle { every, last: None }
     }
 
-    fn level_for(&mut self, failure: Option<&Failure>, now: Instant) -> Level {
-        let Some(f) = failure else {
+    /// The attempt line's level, and `Some(n)` when it repeats the last failure, for the `n`th
+    /// time in a row.
+    fn level_for(&mut self, failure: Option<(&Failure, &str)>, now: Instant) -> (Level, Option<u32>) {
+        let Some((f, line)) = failure else {
             self.last = None;
-            return Level::Info;
+            return (Level::Info, None);
         };
-        let key = format!("{}: {}", f.class, f.detail);
-        if f.cheap
-            && let Some((last_key, at)) = &self.last
-            && *last_key == key
-            && now.duration_since(*at) < self.every
-        {
-            return Level::Debug;
+        match &mut self.last {
+            Some(last) if last.line == line => {
+                last.times += 1;
+                let since = now.duration_since(last.said);
+                let due = last.times.is_power_of_two() || since >= REPEAT_SAID_EVERY;
+                if due && (!f.cheap || since >= self.every) {
+                    last.said = now;
+                    return (Level::Info, Some(last.times));
+                }
+                (Level::Debug, Some(last.times))
+            }
+            _ => {
+                self.last = Some(Repeat { line: line.to_string(), times: 1, said: now });
+                (Level::Info, None)
+            }
         }
-        self.last = Some((key, now));
-        Level::Info
     }
 }
 
 /// Logs one attempt.
 /// The failure of the attempt that ends a target's wait is the final line's to say (with its
-/// detail, and in the termination message): its own line is at debug level, so that a failed
+/// text, and in the termination message): its own line is at debug level, so that a failed
 /// `--once` says its failure once.
 pub(crate) fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally, throttle: &mut LineThrottle) {
-    let mut level = throttle.level_for(report.outcome.as_ref().err(), Instant::now());
+    let failed = report.outcome.as_ref().err().map(|f| (f, failure_text::line(f)));
+    let (mut level, again) = throttle.level_for(failed.as_ref().map(|(f, line)| (*f, line.as_str())), Instant::now());
     if report.outcome.is_err() && matches!(report.next, Next::Stop(_)) {
         level = Level::Debug;
     }
@@ -178,8 +203,8 @@ pub(crate) fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally
         Next::Stop(Verdict::AttemptsExhausted | Verdict::Conclusive) => "last attempt".into(),
         Next::Stop(Verdict::DeadlineReached) => "no time left for another attempt".into(),
     };
-    match report.outcome {
-        Ok(ready) => log::log!(
+    match (report.outcome, failed, again) {
+        (Ok(ready), ..) => log::log!(
             level,
             "{label}attempt {}: passed: {}{}",
             report.number,
@@ -189,7 +214,11 @@ pub(crate) fn log_attempt(label: &str, report: &AttemptReport<'_>, tally: &Tally
                 Next::Stop(_) => String::new(),
             }
         ),
-        Err(f) => log::log!(level, "{label}attempt {}: {}: {} ({next})", report.number, f.class, f.detail),
+        (Err(f), _, Some(n)) => log::log!(level, "{label}attempt {}: {} again ×{n} ({next})", report.number, f.class),
+        (Err(_), failed, None) => {
+            let line = failed.map(|(_, line)| line).unwrap_or_default();
+            log::log!(level, "{label}attempt {}: {line} ({next})", report.number);
+        }
     }
 }
 
@@ -244,16 +273,43 @@ mod tests {
         );
     }
 
+    fn said(t: &mut LineThrottle, f: &Failure, at: Instant) -> (Level, Option<u32>) {
+        t.level_for(Some((f, &failure_text::line(f))), at)
+    }
+
     #[test]
     fn repeated_refusals_are_demoted_within_the_interval() {
         let mut t = LineThrottle::new(Duration::from_secs(1));
-        let refused = Failure { cheap: true, ..Failure::new(FailureClass::Connect, "refused") };
+        let refused = Failure::new(FailureClass::Connect, "refused").with(|f| f.cheap = true);
         let start = Instant::now();
-        assert_eq!(t.level_for(Some(&refused), start), Level::Info);
-        assert_eq!(t.level_for(Some(&refused), start + Duration::from_millis(100)), Level::Debug);
-        assert_eq!(t.level_for(Some(&refused), start + Duration::from_millis(1_100)), Level::Info);
+        assert_eq!(said(&mut t, &refused, start), (Level::Info, None));
+        assert_eq!(said(&mut t, &refused, start + Duration::from_millis(100)), (Level::Debug, Some(2)));
+        assert_eq!(said(&mut t, &refused, start + Duration::from_millis(1_100)), (Level::Debug, Some(3)));
+        assert_eq!(said(&mut t, &refused, start + Duration::from_millis(1_200)), (Level::Info, Some(4)));
         let status = Failure::new(FailureClass::HttpStatus, "503");
-        assert_eq!(t.level_for(Some(&status), start + Duration::from_millis(1_200)), Level::Info);
-        assert_eq!(t.level_for(Some(&status), start + Duration::from_millis(1_300)), Level::Info);
+        assert_eq!(said(&mut t, &status, start + Duration::from_millis(1_200)), (Level::Info, None));
+        assert_eq!(said(&mut t, &status, start + Duration::from_millis(1_300)), (Level::Info, Some(2)));
+    }
+
+    /// A provider that answers the same 503 for five minutes, an attempt a second: the first
+    /// line in full, then `again ×N` at info for the 2nd, 4th, 8th… and every 30 s, about 15
+    /// lines instead of 300; a different failure is said in full at once, and counts anew.
+    #[test]
+    fn identical_failures_are_collapsed_into_again_lines() {
+        let mut t = LineThrottle::new(Duration::from_secs(1));
+        let status = Failure::new(FailureClass::HttpStatus, "HTTP 503 Service Unavailable from https://idp.example/");
+        let start = Instant::now();
+        let said_at_info: Vec<Option<u32>> = (0..300)
+            .map(|i| said(&mut t, &status, start + Duration::from_secs(i)))
+            .filter(|(level, _)| *level == Level::Info)
+            .map(|(_, again)| again)
+            .collect();
+        assert_eq!(&said_at_info[..5], [None, Some(2), Some(4), Some(8), Some(16)]);
+        assert!(said_at_info.len() <= 20, "{} lines at info: {said_at_info:?}", said_at_info.len());
+        let other = Failure::new(FailureClass::HttpStatus, "HTTP 502 Bad Gateway from https://idp.example/");
+        assert_eq!(said(&mut t, &other, start + Duration::from_secs(301)), (Level::Info, None));
+        assert_eq!(said(&mut t, &status, start + Duration::from_secs(302)), (Level::Info, None), "counted anew");
+        assert_eq!(t.level_for(None, start + Duration::from_secs(303)), (Level::Info, None), "a pass resets");
+        assert_eq!(said(&mut t, &status, start + Duration::from_secs(304)), (Level::Info, None));
     }
 }

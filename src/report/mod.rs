@@ -6,24 +6,28 @@
 //! - [`log_lines`]: logging set-up and the line for each attempt, with its throttle;
 //! - [`before_wait`]: the usage error, `--dry-run` and the notices before the first attempt;
 //! - [`outcome`]: how each target's wait and the run ended, what the reports are made from;
+//! - [`failure_text`]: a failure in words, the one renderer of every line and field that shows one;
 //! - [`exit_code`]: the process's exit code, one type for every way the program ends;
 //! - [`json`]: the `--output json` summary, a public interface;
 //! - [`once`]: the `--once` summary on stdout;
-//! - [`conclusion`]: what to say when the wait ends, and when the hand-over to the command
-//!   after `--` does not happen;
-//! - [`delivery`]: saying it, bounded in time, to stderr, stdout and the termination log.
+//! - [`conclusion`]: what to say when the wait ends;
+//! - [`delivery`]: saying it, bounded in time, to stderr, stdout and the termination log, and the
+//!   last word when the hand-over to the command after `--` does not happen.
 
 mod before_wait;
 mod conclusion;
 mod delivery;
 mod exit_code;
+mod failure_text;
 mod json;
 mod log_lines;
 mod once;
 mod outcome;
 
 pub(crate) use before_wait::{dry_run, startup, usage_error};
-pub(crate) use conclusion::{cannot_hand_over, cannot_wait, conclude, interrupted};
+pub(crate) use conclusion::{cannot_wait, conclude, interrupted};
+pub(crate) use delivery::cannot_hand_over;
 pub(crate) use exit_code::ExitCode;
+pub(crate) use failure_text::line as failure_line;
 pub(crate) use log_lines::{LineThrottle, init_logging, label, log_attempt};
-pub(crate) use outcome::{IssuerResult, Outcome, Stopped};
+pub(crate) use outcome::{Outcome, Stopped, TargetResult};

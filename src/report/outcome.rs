@@ -17,8 +17,8 @@ pub(crate) enum Stopped {
     Signal(i32),
 }
 
-/// One target's result.
-pub(crate) struct IssuerResult<'a> {
+/// One target's result: an `--issuer`'s or a `--resource`'s.
+pub(crate) struct TargetResult<'a> {
     pub(crate) target: &'a Target,
     /// `None`: still waiting when the process ended (see `stopped`).
     pub(crate) verdict: Option<Verdict>,
@@ -26,6 +26,49 @@ pub(crate) struct IssuerResult<'a> {
     pub(crate) stopped: Stopped,
     /// Where an attempt still under way at the end had got to.
     pub(crate) in_flight: Option<String>,
+}
+
+/// How one target's wait ended, from its own verdict or, still waiting, from what ended the
+/// run. Decided here only: the final line and the JSON's `verdict` both say this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ended {
+    Ready,
+    /// The timeout used up, by this target or while it was still waiting.
+    DeadlineReached,
+    AttemptsExhausted,
+    /// A certificate oauth2-proxy would not check: retrying could not help.
+    CertificateRejected,
+    /// Still waiting when this target (an index into the configuration's) decided the outcome.
+    CutShort(usize),
+    /// Still waiting when a signal ended the run.
+    Interrupted,
+}
+
+impl Ended {
+    /// The JSON's `verdict`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Ended::Ready => "ready",
+            Ended::DeadlineReached => "deadline-reached",
+            Ended::AttemptsExhausted => "attempts-exhausted",
+            Ended::CertificateRejected => "certificate-rejected",
+            Ended::CutShort(_) => "cut-short",
+            Ended::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl TargetResult<'_> {
+    pub(crate) fn ended(&self) -> Ended {
+        match (self.verdict, self.stopped) {
+            (Some(Verdict::Ready), _) => Ended::Ready,
+            (Some(Verdict::DeadlineReached), _) | (None, Stopped::Deadline) => Ended::DeadlineReached,
+            (Some(Verdict::AttemptsExhausted), _) => Ended::AttemptsExhausted,
+            (Some(Verdict::Conclusive), _) => Ended::CertificateRejected,
+            (None, Stopped::By(i)) => Ended::CutShort(i),
+            (None, Stopped::Signal(_)) => Ended::Interrupted,
+        }
+    }
 }
 
 /// How the run ended, and the exit code that says so (README: "Exit codes").

@@ -53,9 +53,8 @@ fn log_change(label: &str, change: &Change) {
     match change {
         Change::Up => log::info!("{label}ready again; /readyz answers 200"),
         Change::Down { failures, failure } => log::warn!(
-            "{label}not ready: {failures} checks failed in a row, the last {}: {}; /readyz answers 503",
-            failure.class,
-            failure.detail
+            "{label}not ready: {failures} checks failed in a row, the last {}; /readyz answers 503",
+            report::failure_line(failure)
         ),
     }
 }
