@@ -5,7 +5,7 @@
 //! often render empty values). The environment is injected, so tests need not touch the process's.
 
 use super::ConfigError;
-use crate::settings::{Given, Id, Parser};
+use crate::settings::{Choice, Given, Id, Parser};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -188,18 +188,10 @@ impl<'a> Inputs<'a> {
         Ok((parsed, raw))
     }
 
-    /// One of the words the table lists, mapped to a value by `words` (in the table's order).
-    pub(crate) fn choice<T: Copy>(&self, id: Id, values: &[T]) -> Result<T, ConfigError> {
-        let Parser::Choice(words) = id.setting().parser else {
-            unreachable!("{id:?} is read as a choice but the table says otherwise")
-        };
+    /// One of a choice's words, else the table's default; the table's row names the same type.
+    pub(crate) fn choice<T: Choice>(&self, id: Id) -> Result<T, ConfigError> {
         let raw = self.single_or_default(id).expect("a choice setting has a default");
-        let word = raw.value.trim();
-        words
-            .iter()
-            .position(|w| *w == word)
-            .and_then(|i| values.get(i).copied())
-            .ok_or_else(|| raw.invalid(words.join(" or ")))
+        T::from_word(raw.value.trim()).ok_or_else(|| raw.invalid(T::words().join(" or ")))
     }
 }
 

@@ -70,14 +70,8 @@ pub(crate) struct TerminationLog {
     pub(crate) create: bool,
 }
 
-/// How the final summary is given.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Output {
-    /// Log lines on stderr only.
-    Text,
-    /// Also one JSON object on stdout.
-    Json,
-}
+/// How the final summary is given: log lines on stderr only, or also one JSON object on stdout.
+pub(crate) use crate::settings::Format as Output;
 
 /// What an attempt checks, beyond the target itself: the probe's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]

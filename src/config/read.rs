@@ -6,7 +6,7 @@ use super::{
     Checks, Config, ConfigError, Conflict, ConnectTo, Loaded, Network, Notice, Output, ProxySettings, Raw, RunMode,
     Serve, Source, Target, TerminationLog, Timing, files, header_files, trust,
 };
-use crate::rules::authorization_server::{MetadataKind, Rules};
+use crate::rules::authorization_server::Rules;
 use crate::settings::{self, Given, Id, Then, ThenCommand};
 use crate::url;
 use std::collections::{BTreeMap, HashSet};
@@ -153,7 +153,7 @@ impl Values {
             check_url(raw, url::check_fetched, notices)?;
         }
         let rules = Rules {
-            kind: inputs.choice(Id::Metadata, &[MetadataKind::Oidc, MetadataKind::OAuth, MetadataKind::Auto])?,
+            kind: inputs.choice(Id::Metadata)?,
             strict: inputs.switch(Id::Strict)?,
             skip_issuer_check: inputs.switch(Id::SkipIssuerCheck)?,
         };
@@ -182,7 +182,7 @@ impl Values {
             check_jwks: jwks_url.is_some() || inputs.switch(Id::CheckJwks)?,
             refuse_legacy_auth: inputs.switch(Id::RefuseLegacyAuth)?,
             refuse_private_addresses: inputs.switch(Id::RefusePrivateAddresses)?,
-            output: inputs.choice(Id::Output, &[Output::Text, Output::Json])?,
+            output: inputs.choice(Id::Output)?,
             termination_log,
             serve: read_serve(inputs, notices)?,
             watch: (inputs.duration(Id::WatchInterval)?.0, inputs.count(Id::WatchFailures)?.0.unwrap_or(3)),
@@ -298,16 +298,19 @@ fn read_serve(
 /// How the run goes: `--once`, `--dry-run`, `--quiet` and the log's level and format.
 fn read_mode(inputs: &Inputs<'_>, once: bool) -> Result<RunMode, ConfigError> {
     use log::LevelFilter;
-    let levels = [LevelFilter::Error, LevelFilter::Warn, LevelFilter::Info, LevelFilter::Debug, LevelFilter::Trace];
-    let level = inputs.choice(Id::LogLevel, &levels)?;
-    // Each -v raises the level one step above info (and never lowers a higher one).
-    let raised = levels.get(2 + inputs.count_given(Id::Verbose)).copied().unwrap_or(LevelFilter::Trace);
+    let level: LevelFilter = inputs.choice(Id::LogLevel)?;
+    // -v is debug, -vv trace, and neither lowers a higher level.
+    let log_level = match inputs.count_given(Id::Verbose) {
+        0 => level,
+        1 => level.max(LevelFilter::Debug),
+        _ => LevelFilter::Trace,
+    };
     Ok(RunMode {
         once,
         dry_run: inputs.switch(Id::DryRun)?,
         quiet: inputs.switch(Id::Quiet)?,
-        log_level: if inputs.count_given(Id::Verbose) > 0 { level.max(raised) } else { level },
-        log_json: inputs.choice(Id::LogFormat, &[false, true])?,
+        log_level,
+        log_json: inputs.choice::<Output>(Id::LogFormat)? == Output::Json,
     })
 }
 

@@ -375,3 +375,65 @@ fn a_variable_read_that_is_not_utf8_is_named() {
     let given = Given::parse_from(["wait-for-idp", "--issuer", "https://h"]).unwrap();
     assert!(super::load(&given, &env, &names).is_ok(), "the flag wins, the variable is not read");
 }
+
+/// Every row of the table is read: given on its own (beside an issuer), each setting is either
+/// taken, its flag then among the sources, or refused naming its flag. A row that nothing reads
+/// would be accepted and ignored. The sample is an exhaustive match, so a new row needs one.
+#[test]
+fn every_setting_in_the_table_is_read() {
+    for s in settings::SETTINGS {
+        let flag = s.id.flag();
+        let value = match s.id {
+            Id::Issuer | Id::Resource | Id::DiscoveryUrl | Id::JwksUrl => "https://h/x",
+            Id::Metadata => "auto",
+            Id::Output | Id::LogFormat => "json",
+            Id::LogLevel => "debug",
+            Id::Timeout | Id::Interval | Id::AttemptTimeout | Id::WatchInterval => "2s",
+            Id::MaxAttempts | Id::Successes | Id::WatchFailures => "2",
+            Id::Serve => ":8080",
+            Id::ConnectTo => "h:443:127.0.0.1:8443",
+            Id::CaFile | Id::TokenFile | Id::TerminationLog => "/nonexistent",
+            Id::HeaderFile => "X-Key=/nonexistent",
+            Id::SkipIssuerCheck
+            | Id::Strict
+            | Id::CheckJwks
+            | Id::RefuseLegacyAuth
+            | Id::FailClosed
+            | Id::Once
+            | Id::RefusePrivateAddresses
+            | Id::Quiet
+            | Id::DryRun
+            | Id::Verbose => "",
+        };
+        let mut args = vec!["--issuer", "https://h"];
+        args.extend([flag.as_str(), value].into_iter().filter(|a| !a.is_empty()));
+        match load(&args, &[]) {
+            Ok(loaded) => assert!(loaded.config.sources.contains_key(&s.id), "{flag} is not read"),
+            Err(e) => assert!(e.to_string().starts_with(&format!("{flag}: ")), "{flag} {value}: {e}"),
+        }
+    }
+}
+
+/// A choice setting reads the type its row lists the words of: each word the table offers is
+/// taken, means the value that word names, and an unknown word is refused listing them all.
+#[test]
+fn a_choice_setting_takes_every_word_its_row_lists() {
+    use crate::settings::{Choice, Parser};
+    for s in settings::SETTINGS {
+        let Parser::Choice(words) = s.parser else { continue };
+        let flag = s.id.flag();
+        for word in words() {
+            let loaded = load(&["--issuer", "https://h", &flag, word], &[]).unwrap_or_else(|e| panic!("{e}"));
+            let (config, mode) = (&loaded.config, &loaded.mode);
+            let read = match s.id {
+                Id::Metadata => config.checks.rules.kind.word(),
+                Id::Output => config.output.word(),
+                Id::LogLevel => mode.log_level.word(),
+                Id::LogFormat => if mode.log_json { Output::Json } else { Output::Text }.word(),
+                other => panic!("{other:?} is a choice that this test does not know"),
+            };
+            assert_eq!(read, word, "{flag}");
+        }
+        assert!(err(&["--issuer", "https://h", &flag, "nonsense"], &[]).ends_with(&words().join(" or ")));
+    }
+}

@@ -13,7 +13,7 @@ use crate::config::Target;
 use crate::human::secs;
 use crate::rules::authorization_server;
 use crate::rules::protected_resource;
-use crate::settings::{Id, SETTINGS};
+use crate::settings::{Choice, Id, SETTINGS};
 use crate::url;
 use std::fmt::Write as _;
 use std::io::Write;
@@ -107,7 +107,7 @@ fn settings_summary(config: &Config, mode: RunMode, notices: &[Notice]) -> Strin
     let _ = writeln!(
         out,
         "rules           {}{}{}",
-        r.kind.as_str(),
+        r.kind.word(),
         if r.strict { ", strict" } else { "" },
         if r.skip_issuer_check { ", issuer check skipped" } else { "" }
     );
@@ -229,7 +229,7 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
             Some(Target::Issuer { discovery_url: Some(u), .. }) => url::redact(u),
             _ => "derived from the issuer".to_string(),
         },
-        Id::Metadata => checks.rules.kind.as_str().to_string(),
+        Id::Metadata => checks.rules.kind.word().to_string(),
         Id::SkipIssuerCheck => on(checks.rules.skip_issuer_check),
         Id::Strict => on(checks.rules.strict),
         Id::CheckJwks => on(checks.check_jwks),
@@ -260,11 +260,7 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
         Id::HeaderFile => {
             list(checks.header_files.iter().map(|h| format!("{}={}", h.name, h.path.display())).collect(), "none")
         }
-        Id::Output => match config.output {
-            Output::Text => "text",
-            Output::Json => "json",
-        }
-        .to_string(),
+        Id::Output => config.output.word().to_string(),
         Id::TerminationLog => {
             let log = &config.termination_log;
             let only = if log.create { "" } else { " (written only if it exists)" };
@@ -272,8 +268,8 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
         }
         Id::Quiet => on(mode.quiet),
         Id::DryRun => on(mode.dry_run),
-        Id::LogLevel | Id::Verbose => mode.log_level.as_str().to_ascii_lowercase(),
-        Id::LogFormat => if mode.log_json { "json" } else { "text" }.to_string(),
+        Id::LogLevel | Id::Verbose => mode.log_level.word().to_string(),
+        Id::LogFormat => if mode.log_json { Output::Json } else { Output::Text }.word().to_string(),
     }
 }
 
