@@ -443,3 +443,23 @@ fn a_secret_given_for_its_path_is_not_printed() {
     assert_exit(&r, 2);
     assert!(!r.log().contains("0123456789abcdef"), "{}", r.log());
 }
+
+/// humantime reads `M` as months and `y` as years, so `--timeout 5M` once waited five months:
+/// every duration setting refuses both, by flag or variable, before any waiting, and `M` is
+/// offered as minutes.
+#[test]
+fn durations_in_months_or_years_are_refused_naming_the_flag_or_variable() {
+    let cases: &[(&[&str], &[(&str, &str)], &[&str])] = &[
+        (&["--timeout", "5M"], &[], &["--timeout: '5M' is not valid", "did you mean 5m?"]),
+        (&["--watch-interval", "1h5M"], &[], &["--watch-interval: '1h5M'", "did you mean 1h5m?"]),
+        (&[], &[("WAIT_FOR_IDP_INTERVAL", "1y")], &["WAIT_FOR_IDP_INTERVAL: '1y'", "'y' is years, refused"]),
+        (&[], &[("WAIT_FOR_IDP_ATTEMPT_TIMEOUT", "2months")], &["WAIT_FOR_IDP_ATTEMPT_TIMEOUT: '2months'"]),
+    ];
+    for (args, env, expected) in cases {
+        let mut cmd = gate();
+        cmd.args(["--issuer", "https://sso.example.com", "--dry-run"]).args(*args).envs(env.iter().copied());
+        let r = run(cmd);
+        assert_exit(&r, 2);
+        assert_logged(&r, expected);
+    }
+}

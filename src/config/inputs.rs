@@ -209,6 +209,7 @@ const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// A positive duration with a unit, at least `min`.
 fn parse_duration(raw: &Raw, min: Duration) -> Result<Duration, ConfigError> {
+    refuse_calendar_units(raw)?;
     let d = humantime::parse_duration(raw.value.trim())
         .map_err(|_| raw.invalid("a positive duration with a unit, such as 500ms, 90s, 5m or 1h30m"))?;
     if d.is_zero() {
@@ -226,6 +227,24 @@ fn parse_duration(raw: &Raw, min: Duration) -> Result<Duration, ConfigError> {
         return Err(raw.invalid("a duration of at most 366 days"));
     }
     Ok(d)
+}
+
+/// humantime reads `M` as months and `y` as years: `--timeout 5M` would wait five months for
+/// someone who meant minutes, and no gate should wait a month or a year. Go's durations, which
+/// the guarded clients take, know neither: both are refused, and `M` is offered as `m`.
+fn refuse_calendar_units(raw: &Raw) -> Result<(), ConfigError> {
+    let value = raw.value.trim();
+    let calendar = ["M", "month", "months", "y", "yr", "yrs", "year", "years"];
+    let Some(unit) = value.split(|c: char| !c.is_ascii_alphabetic()).find(|u| calendar.contains(u)) else {
+        return Ok(());
+    };
+    let expected = if unit == "M" {
+        format!("m for minutes: did you mean {}? ('M' is months, refused)", value.replace('M', "m"))
+    } else {
+        let what = if unit.starts_with('y') { "years" } else { "months" };
+        format!("a duration in seconds, minutes, hours or days, such as 90s, 5m or 2h ('{unit}' is {what}, refused)")
+    };
+    Err(raw.invalid(expected))
 }
 
 /// A whole number of at least 1.

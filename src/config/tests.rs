@@ -83,7 +83,7 @@ fn bad_values_name_their_source_and_the_fix() {
     assert!(e.contains("single --issuer"), "{e}");
     let e = err(&["--issuer", "https://h", "--ca-file", "/nonexistent/ca.pem"], &[]);
     assert!(e.contains("--ca-file: CA file '/nonexistent/ca.pem' cannot be read"), "{e}");
-    let e = err(&["--issuer", "https://h", "--timeout", "1000y"], &[]);
+    let e = err(&["--issuer", "https://h", "--timeout", "1000d"], &[]);
     assert!(e.contains("366 days"), "{e}");
 }
 
@@ -436,4 +436,22 @@ fn a_choice_setting_takes_every_word_its_row_lists() {
         }
         assert!(err(&["--issuer", "https://h", &flag, "nonsense"], &[]).ends_with(&words().join(" or ")));
     }
+}
+
+/// humantime reads `M` as months and `y` as years: every duration setting refuses both, naming
+/// the flag or variable, and offers minutes for `M`.
+#[test]
+fn durations_in_months_or_years_are_refused() {
+    for s in settings::SETTINGS.iter().filter(|s| matches!(s.parser, settings::Parser::Duration { .. })) {
+        let flag = s.id.flag();
+        let e = err(&["--issuer", "https://h", &flag, "5M"], &[]);
+        assert!(e.starts_with(&format!("{flag}: '5M'")) && e.contains("did you mean 5m?"), "{e}");
+        let env = s.env.unwrap();
+        for value in ["1y", "2 months", "1h 1year"] {
+            let e = err(&["--issuer", "https://h"], &[(env, value)]);
+            assert!(e.starts_with(&format!("{env}: '{value}'")) && e.contains("refused"), "{e}");
+        }
+    }
+    let c = build(&["--issuer", "https://h", "--timeout", "1h30m", "--interval", "1w"], &[]).unwrap();
+    assert_eq!((c.timing.timeout, c.timing.interval), (Duration::from_secs(5400), Duration::from_secs(604_800)));
 }
