@@ -463,3 +463,15 @@ fn durations_in_months_or_years_are_refused_naming_the_flag_or_variable() {
         assert_logged(&r, expected);
     }
 }
+
+/// clap's tip for a mistyped flag was to pass it after `--`, which makes it the command the gate
+/// runs when ready (exit 127 once the wait is over): the flag meant is offered, and only that.
+#[test]
+fn a_mistyped_flag_gets_the_flag_meant_and_nothing_to_run() {
+    for (typed, meant) in [("--timout", "'--timeout'"), ("--ca", "'--ca-file'"), ("--colour", "")] {
+        let r = run_args(gate(), &["--issuer", "https://sso.example.com", typed, "5s"]);
+        assert_exit(&r, 2);
+        assert!(!r.log().contains("as a value") && !r.log().contains(&format!("-- {typed}")), "{}", r.log());
+        assert!(r.log().contains(&format!("a similar argument exists: {meant}")) == !meant.is_empty(), "{}", r.log());
+    }
+}
