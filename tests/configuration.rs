@@ -475,3 +475,16 @@ fn a_mistyped_flag_gets_the_flag_meant_and_nothing_to_run() {
         assert!(r.log().contains(&format!("a similar argument exists: {meant}")) == !meant.is_empty(), "{}", r.log());
     }
 }
+
+/// `--once` makes one attempt, bounded by the attempt timeout: its first line says so, not that it
+/// waits "up to 5m0s".
+#[test]
+fn once_says_it_makes_one_attempt() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/demo");
+    let r = run_args(gate_for(&ca, &iss), &["--once", "--attempt-timeout", "7s"]);
+    assert_exit(&r, 0);
+    let first = r.log().lines().next().unwrap_or_default();
+    assert!(first.contains(&format!("trying {iss} once (one attempt, of at most 7.00s), failing closed")), "{first}");
+    assert!(!first.contains("up to"), "{first}");
+}

@@ -52,7 +52,8 @@ pub(crate) fn startup(config: &Config, notices: &[Notice], signals: Option<anyho
 
 /// `wait-for-idp 0.1.0 (commit …) waiting for https://… up to 5m0s, failing open; set by
 /// --issuer, --timeout, OAUTH2_PROXY_PROVIDER_CA_FILES (oauth2-proxy's)`: each setting that is
-/// not a default, by the flag or the variable that set it.
+/// not a default, by the flag or the variable that set it. With `--once`: `trying https://…
+/// once (one attempt, of at most 5.00s), failing closed`.
 fn first_line(config: &Config) -> String {
     let targets: Vec<String> = config
         .targets
@@ -70,11 +71,21 @@ fn first_line(config: &Config) -> String {
             source => source.to_string(),
         })
         .collect();
+    // `--once` (or `--max-attempts 1`) makes one attempt, bounded by the attempt timeout: "up
+    // to 5m0s" would promise a wait that never happens.
+    let timing = &config.timing;
+    let each = if targets.len() > 1 { " each" } else { "" };
+    let (verb, how) = match timing.max_attempts {
+        Some(1) => (
+            "trying",
+            format!("once (one attempt{each}, of at most {})", secs(timing.attempt_timeout.min(timing.timeout))),
+        ),
+        _ => ("waiting for", format!("up to {}", secs(timing.timeout))),
+    };
     format!(
-        "wait-for-idp {} waiting for {} up to {}, {}; set by {}{}",
+        "wait-for-idp {} {verb} {} {how}, {}; set by {}{}",
         crate::settings::VERSION,
         targets.join(", "),
-        secs(config.timing.timeout),
         if config.fail_closed { "failing closed" } else { "failing open" },
         if sources.is_empty() { "nothing: all defaults".to_string() } else { sources.join(", ") },
         http_proxy_only(config)
