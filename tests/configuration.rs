@@ -488,3 +488,24 @@ fn once_says_it_makes_one_attempt() {
     assert!(first.contains(&format!("trying {iss} once (one attempt, of at most 7.00s), failing closed")), "{first}");
     assert!(!first.contains("up to"), "{first}");
 }
+
+/// A `--connect-to` rule that matches none of the URLs the gate knows it will fetch is said at
+/// the start and by `--dry-run`, with the hosts and ports those URLs name; otherwise the user sees
+/// only the failure it was meant to avoid.
+#[test]
+fn a_connect_to_rule_that_matches_nothing_is_said() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/demo");
+    let port = iss.trim_start_matches("https://localhost:").split('/').next().unwrap().to_string();
+    let warning =
+        format!("--connect-to: 'localhost:1:127.0.0.1:2' matches none of the URLs known at start (localhost:{port})");
+    let r = run_args(gate_for(&ca, &iss), &["--connect-to", "localhost:1:127.0.0.1:2", "--max-attempts", "1"]);
+    assert_exit(&r, 0);
+    assert_logged(&r, &["WARN", &warning]);
+    let r = run_args(gate_for(&ca, &iss), &["--connect-to", "localhost:1:127.0.0.1:2", "--dry-run"]);
+    assert_exit(&r, 0);
+    assert!(r.stdout.contains(&format!("warning         {warning}")), "{}", r.stdout);
+    let rule = format!("localhost:{port}:127.0.0.1:{port}");
+    let r = run_args(gate_for(&ca, &iss), &["--connect-to", &rule, "--dry-run"]);
+    assert!(!r.stdout.contains("matches none"), "{}", r.stdout);
+}

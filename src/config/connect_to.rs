@@ -4,6 +4,7 @@
 //! through its in-cluster Service but validate it under its public name. The rules are read
 //! here; the resolver in `http` applies them.
 
+use super::{Notice, Source};
 use crate::url;
 use std::fmt;
 
@@ -118,6 +119,33 @@ impl ConnectTo {
         (host_matches && port_matches)
             .then(|| (self.to_host.clone().unwrap_or_else(|| host.to_string()), self.to_port.unwrap_or(port)))
     }
+}
+
+/// A warning for each rule that applies to none of `urls`, the URLs the gate knows it will fetch
+/// before its first attempt: a rule with the wrong host or port would otherwise show only as the
+/// failure it was meant to avoid (a name that does not resolve outside the cluster). A document
+/// may still lead elsewhere (its `jwks_uri`, a resource's authorization server), so this is said,
+/// not refused.
+pub(crate) fn unmatched(rules: &[ConnectTo], urls: &[String], source: Source) -> Vec<Notice> {
+    let mut known: Vec<(String, u16)> = Vec::new();
+    for p in urls.iter().filter_map(|u| url::split(u).ok()) {
+        let pair = (p.host.to_ascii_lowercase(), p.port_or_default());
+        if !known.contains(&pair) {
+            known.push(pair);
+        }
+    }
+    let shown: Vec<String> = known.iter().map(|(host, port)| format!("{host}:{port}")).collect();
+    rules
+        .iter()
+        .filter(|rule| known.iter().all(|(host, port)| rule.redirect(host, *port).is_none()))
+        .map(|rule| {
+            Notice::Warning(format!(
+                "{source}: '{rule}' matches none of the URLs known at start ({}): a rule applies where a URL \
+                 names its HOST and PORT (443 for https, 80 for http, unless the URL names a port)",
+                shown.join(", ")
+            ))
+        })
+        .collect()
 }
 
 #[cfg(test)]

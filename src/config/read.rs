@@ -4,7 +4,7 @@ use super::environment::Environment;
 use super::inputs::{Inputs, Sourced};
 use super::{
     Checks, Config, ConfigError, Conflict, ConnectTo, Loaded, Network, Notice, Output, ProxySettings, Raw, RunMode,
-    Serve, Source, Target, TerminationLog, Timing, files, header_files, trust,
+    Serve, Source, Target, TerminationLog, Timing, connect_to, files, header_files, trust,
 };
 use crate::rules::authorization_server::Rules;
 use crate::settings::{self, Given, Id, Then, ThenCommand};
@@ -53,8 +53,13 @@ fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[Strin
     if let (Some((_, raw)), Some(_)) = (&values.serve, &then) {
         return Err(ConfigError::Conflict(Conflict::ServeWith { source: raw.source, other: "-- COMMAND" }));
     }
-    let loaded = values.into_loaded(trust, proxies, notices, then);
+    let mut loaded = values.into_loaded(trust, proxies, notices, then);
     let config = &loaded.config;
+    if let Some(source) = config.sources.get(&Id::ConnectTo) {
+        let first = config.targets.iter().flat_map(|t| config.first_urls(t));
+        let urls: Vec<String> = first.chain(config.checks.jwks_url.clone()).collect();
+        loaded.notices.extend(connect_to::unmatched(&config.network.connect_to, &urls, *source));
+    }
     let first = config.targets.iter().map(|t| match t {
         Target::Issuer { discovery_url: Some(url), .. } => url.as_str(),
         t => t.name(),

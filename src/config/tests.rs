@@ -455,3 +455,27 @@ fn durations_in_months_or_years_are_refused() {
     let c = build(&["--issuer", "https://h", "--timeout", "1h30m", "--interval", "1w"], &[]).unwrap();
     assert_eq!((c.timing.timeout, c.timing.interval), (Duration::from_secs(5400), Duration::from_secs(604_800)));
 }
+
+/// A `--connect-to` rule that matches none of the URLs known at start is said, with the hosts
+/// and ports they name; one that matches, or one for the `--jwks-url`, is not.
+#[test]
+fn a_connect_to_rule_matching_nothing_known_is_said() {
+    let base = ["--issuer", "https://kc.example/realms/x"];
+    let said = |args: &[&str], env: &[(&str, &str)]| -> Vec<String> {
+        let args: Vec<&str> = base.iter().chain(args).copied().collect();
+        warnings(&args, env).into_iter().filter(|w| w.contains("matches none")).collect()
+    };
+    let w = said(&["--connect-to", "kc.example:8443:127.0.0.1:8443"], &[]);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].starts_with("--connect-to: 'kc.example:8443:127.0.0.1:8443' matches none"), "{w:?}");
+    assert!(w[0].contains("(kc.example:443)"), "{w:?}");
+    let w = said(&[], &[("WAIT_FOR_IDP_CONNECT_TO", "other.example::127.0.0.1:")]);
+    assert!(w.len() == 1 && w[0].starts_with("WAIT_FOR_IDP_CONNECT_TO: 'other.example::127.0.0.1:"), "{w:?}");
+    for rule in ["kc.example:443:127.0.0.1:8443", "KC.example::127.0.0.1:", "::127.0.0.1:8443"] {
+        assert!(said(&["--connect-to", rule], &[]).is_empty(), "{rule}");
+    }
+    let jwks = ["--connect-to", "keys.example:443:127.0.0.1:9443", "--jwks-url", "https://keys.example/jwks"];
+    assert!(said(&jwks, &[]).is_empty());
+    let v6 = ["--issuer", "https://[::1]:8443/x", "--connect-to", "[::1]:8443:127.0.0.1:9443"];
+    assert!(warnings(&v6, &[]).iter().all(|w| !w.contains("matches none")));
+}

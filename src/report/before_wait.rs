@@ -11,8 +11,6 @@ use crate::config::RunMode;
 use crate::config::Source;
 use crate::config::Target;
 use crate::human::secs;
-use crate::rules::authorization_server;
-use crate::rules::protected_resource;
 use crate::settings::{Choice, Id, SETTINGS};
 use crate::url;
 use std::fmt::Write as _;
@@ -213,7 +211,8 @@ fn route(config: &Config, parts: &url::Parts<'_>) -> String {
         Ok(route) => return route.to_string(),
         Err(e) => return e.to_string(),
     };
-    let rule = config.network.connect_to.iter().find_map(|r| r.redirect(parts.bare_host(), port).map(|to| (r, to)));
+    // The host as the URL writes it (IPv6 in brackets), as the resolver matches it.
+    let rule = config.network.connect_to.iter().find_map(|r| r.redirect(parts.host, port).map(|to| (r, to)));
     match rule {
         Some((rule, (host, port))) => {
             format!("{via} to {host}:{port} (--connect-to {rule}; TLS and Host keep the URL's name)")
@@ -284,19 +283,7 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
     }
 }
 
-/// Where a target's discovery starts, in the order tried: the issuer's candidate metadata URLs,
-/// or the resource's metadata locations (its own challenge comes after them).
+/// Where a target's discovery starts, in the order tried ([`Config::first_urls`]).
 pub(super) fn first_urls(target: &Target, config: &Config) -> Vec<String> {
-    match target {
-        Target::Issuer { issuer, discovery_url } => {
-            authorization_server::candidates(issuer, config.checks.rules.kind, discovery_url.as_deref())
-                .into_iter()
-                .map(|c| c.url)
-                .collect()
-        }
-        // The resource first: its challenge may name the metadata (then asked before the rest).
-        Target::Resource { resource } => {
-            std::iter::once(resource.clone()).chain(protected_resource::metadata_urls(resource)).collect()
-        }
-    }
+    config.first_urls(target)
 }
