@@ -6,11 +6,13 @@
 //! variables, the unknown-variable suggestions, `--dry-run` and the start-up line, and the README
 //! check in `tests/structure.rs`. A setting added here is offered everywhere at once; one missing
 //! here exists nowhere. Values stay raw strings on this side; `config` parses them by the entry's
-//! [`Parser`], so every error can name the flag or variable it came from.
+//! [`Parser`] (a choice by its type's words, [`Choice`]), so every error can name the flag or
+//! variable it came from.
 //!
-//! Why every flag has a variable: Helm values and kustomize patches set `env:` far more easily
-//! than they edit `args:`, and need no shell to expand `${}`. Why oauth2-proxy's variables are a
-//! fallback: one `envFrom` can then configure the proxy and its gate alike.
+//! Why every flag but `--once`, `--dry-run` and `-v` (modes, typed by a person) has a variable:
+//! Helm values and kustomize patches set `env:` far more easily than they edit `args:`, and need
+//! no shell to expand `${}`. Why oauth2-proxy's variables are a fallback: one `envFrom` can then
+//! configure the proxy and its gate alike.
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use std::time::Duration;
