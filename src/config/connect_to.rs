@@ -111,12 +111,14 @@ impl ConnectTo {
         Ok(rule)
     }
 
-    /// Where to connect for `host:port`, if this rule applies. `host` as in the URL (IPv6 in
-    /// brackets).
+    /// Whether this rule applies to `host:port`, `host` as in the URL (IPv6 in brackets).
+    fn applies(&self, host: &str, port: u16) -> bool {
+        self.host.as_deref().is_none_or(|h| h.eq_ignore_ascii_case(host)) && self.port.is_none_or(|p| p == port)
+    }
+
+    /// Where to connect for `host:port`, if this rule applies.
     pub(crate) fn redirect(&self, host: &str, port: u16) -> Option<(String, u16)> {
-        let host_matches = self.host.as_deref().is_none_or(|h| h.eq_ignore_ascii_case(host));
-        let port_matches = self.port.is_none_or(|p| p == port);
-        (host_matches && port_matches)
+        self.applies(host, port)
             .then(|| (self.to_host.clone().unwrap_or_else(|| host.to_string()), self.to_port.unwrap_or(port)))
     }
 }
@@ -126,26 +128,24 @@ impl ConnectTo {
 /// failure it was meant to avoid (a name that does not resolve outside the cluster). A document
 /// may still lead elsewhere (its `jwks_uri`, a resource's authorization server), so this is said,
 /// not refused.
-pub(crate) fn unmatched(rules: &[ConnectTo], urls: &[String], source: Source) -> Vec<Notice> {
-    let mut known: Vec<(String, u16)> = Vec::new();
-    for p in urls.iter().filter_map(|u| url::split(u).ok()) {
-        let pair = (p.host.to_ascii_lowercase(), p.port_or_default());
+pub(crate) fn unmatched(rules: &[ConnectTo], urls: &[String], source: Source, notices: &mut Vec<Notice>) {
+    let mut unused: Vec<&ConnectTo> = rules.iter().collect();
+    let mut known: Vec<String> = Vec::new();
+    for parts in urls.iter().filter_map(|u| url::split(u).ok()) {
+        let (host, port) = (parts.host, parts.port_or_default());
+        unused.retain(|rule| !rule.applies(host, port));
+        let pair = format!("{host}:{port}");
         if !known.contains(&pair) {
             known.push(pair);
         }
     }
-    let shown: Vec<String> = known.iter().map(|(host, port)| format!("{host}:{port}")).collect();
-    rules
-        .iter()
-        .filter(|rule| known.iter().all(|(host, port)| rule.redirect(host, *port).is_none()))
-        .map(|rule| {
-            Notice::Warning(format!(
-                "{source}: '{rule}' matches none of the URLs known at start ({}): a rule applies where a URL \
-                 names its HOST and PORT (443 for https, 80 for http, unless the URL names a port)",
-                shown.join(", ")
-            ))
-        })
-        .collect()
+    for rule in unused {
+        notices.push(Notice::Warning(format!(
+            "{source}: '{rule}' matches none of the URLs known at start ({}): a rule applies where a URL names \
+             its HOST and PORT (443 for https, 80 for http, unless the URL names a port)",
+            known.join(", ")
+        )));
+    }
 }
 
 #[cfg(test)]

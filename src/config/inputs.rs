@@ -234,17 +234,30 @@ fn parse_duration(raw: &Raw, min: Duration) -> Result<Duration, ConfigError> {
 /// the guarded clients take, know neither: both are refused, and `M` is offered as `m`.
 fn refuse_calendar_units(raw: &Raw) -> Result<(), ConfigError> {
     let value = raw.value.trim();
-    let calendar = ["M", "month", "months", "y", "yr", "yrs", "year", "years"];
-    let Some(unit) = value.split(|c: char| !c.is_ascii_alphabetic()).find(|u| calendar.contains(u)) else {
-        return Ok(());
-    };
-    let expected = if unit == "M" {
-        format!("m for minutes: did you mean {}? ('M' is months, refused)", value.replace('M', "m"))
-    } else {
-        let what = if unit.starts_with('y') { "years" } else { "months" };
-        format!("a duration in seconds, minutes, hours or days, such as 90s, 5m or 2h ('{unit}' is {what}, refused)")
-    };
-    Err(raw.invalid(expected))
+    let bytes = value.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let start = at;
+        while at < bytes.len() && bytes[at].is_ascii_alphabetic() {
+            at += 1;
+        }
+        // Compared as bytes: `at` may be inside a character that is not ASCII (`µs`).
+        let expected = match &bytes[start..at] {
+            b"M" => {
+                format!("m for minutes: did you mean {}m{}? ('M' is months, refused)", &value[..start], &value[at..])
+            }
+            b"month" | b"months" | b"y" | b"yr" | b"yrs" | b"year" | b"years" => format!(
+                "a duration in seconds, minutes, hours or days, such as 90s, 5m or 2h; not in months or years ('{}')",
+                &value[start..at]
+            ),
+            _ => {
+                at += 1;
+                continue;
+            }
+        };
+        return Err(raw.invalid(expected));
+    }
+    Ok(())
 }
 
 /// A whole number of at least 1.

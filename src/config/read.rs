@@ -56,9 +56,12 @@ fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[Strin
     let mut loaded = values.into_loaded(trust, proxies, notices, then);
     let config = &loaded.config;
     if let Some(source) = config.sources.get(&Id::ConnectTo) {
-        let first = config.targets.iter().flat_map(|t| config.first_urls(t));
-        let urls: Vec<String> = first.chain(config.checks.jwks_url.clone()).collect();
-        loaded.notices.extend(connect_to::unmatched(&config.network.connect_to, &urls, *source));
+        let mut urls = Vec::new();
+        for target in &config.targets {
+            urls.extend(config.first_urls(target));
+        }
+        urls.extend(config.checks.jwks_url.clone());
+        connect_to::unmatched(&config.network.connect_to, &urls, *source, &mut loaded.notices);
     }
     let first = config.targets.iter().map(|t| match t {
         Target::Issuer { discovery_url: Some(url), .. } => url.as_str(),
