@@ -209,9 +209,17 @@ const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// A positive duration with a unit, at least `min`.
 fn parse_duration(raw: &Raw, min: Duration) -> Result<Duration, ConfigError> {
-    refuse_calendar_units(raw)?;
-    let d = humantime::parse_duration(raw.value.trim())
+    let value = raw.value.trim();
+    let d = humantime::parse_duration(value)
         .map_err(|_| raw.invalid("a positive duration with a unit, such as 500ms, 90s, 5m or 1h30m"))?;
+    if in_months_or_years(value) {
+        // `M` is the only capital letter humantime takes: in lower case it is minutes.
+        let meant =
+            if value.contains('M') { format!(": did you mean {}?", value.to_ascii_lowercase()) } else { String::new() };
+        return Err(raw.invalid(format!(
+            "a duration in seconds, minutes, hours or days, such as 90s, 5m or 2h; not in months or years{meant}"
+        )));
+    }
     if d.is_zero() {
         return Err(raw.invalid("a positive duration, not zero (such as 500ms, 90s or 5m)"));
     }
@@ -229,35 +237,14 @@ fn parse_duration(raw: &Raw, min: Duration) -> Result<Duration, ConfigError> {
     Ok(d)
 }
 
-/// humantime reads `M` as months and `y` as years: `--timeout 5M` would wait five months for
-/// someone who meant minutes, and no gate should wait a month or a year. Go's durations, which
-/// the guarded clients take, know neither: both are refused, and `M` is offered as `m`.
-fn refuse_calendar_units(raw: &Raw) -> Result<(), ConfigError> {
-    let value = raw.value.trim();
-    let bytes = value.as_bytes();
-    let mut at = 0;
-    while at < bytes.len() {
-        let start = at;
-        while at < bytes.len() && bytes[at].is_ascii_alphabetic() {
-            at += 1;
-        }
-        // Compared as bytes: `at` may be inside a character that is not ASCII (`µs`).
-        let expected = match &bytes[start..at] {
-            b"M" => {
-                format!("m for minutes: did you mean {}m{}? ('M' is months, refused)", &value[..start], &value[at..])
-            }
-            b"month" | b"months" | b"y" | b"yr" | b"yrs" | b"year" | b"years" => format!(
-                "a duration in seconds, minutes, hours or days, such as 90s, 5m or 2h; not in months or years ('{}')",
-                &value[start..at]
-            ),
-            _ => {
-                at += 1;
-                continue;
-            }
-        };
-        return Err(raw.invalid(expected));
-    }
-    Ok(())
+/// Whether a duration humantime took has a unit of months (`M`, `month`, `months`) or years
+/// (`y`, `yr`, `yrs`, `year`, `years`): humantime reads `5M` as five months, so `--timeout 5M`
+/// would wait five months for one who meant minutes, and no gate should wait a month or a year.
+/// Go's durations, which the guarded clients take, know neither. Among humantime's units only
+/// these have an `M`, an `mo` or a `y` not after an `a` (`day`).
+fn in_months_or_years(value: &str) -> bool {
+    let b = value.as_bytes();
+    value.contains("mo") || (0..b.len()).any(|i| b[i] == b'M' || b[i] == b'y' && (i == 0 || b[i - 1] != b'a'))
 }
 
 /// A whole number of at least 1.
