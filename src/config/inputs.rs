@@ -188,10 +188,11 @@ impl<'a> Inputs<'a> {
         Ok((parsed, raw))
     }
 
-    /// One of a choice's words, else the table's default; the table's row names the same type.
+    /// One of a choice's words, else the table's default; the table's row names the same type
+    /// (a test reads every word of each row).
     pub(crate) fn choice<T: Choice>(&self, id: Id) -> Result<T, ConfigError> {
         let raw = self.single_or_default(id).expect("a choice setting has a default");
-        T::from_word(raw.value.trim()).ok_or_else(|| raw.invalid(T::words().join(" or ")))
+        T::from_word(raw.value.trim()).ok_or_else(|| raw.invalid(id.setting().placeholder().replace('|', " or ")))
     }
 }
 
