@@ -443,3 +443,72 @@ fn a_secret_given_for_its_path_is_not_printed() {
     assert_exit(&r, 2);
     assert!(!r.log().contains("0123456789abcdef"), "{}", r.log());
 }
+
+/// humantime reads `M` as months and `y` as years, so `--timeout 5M` once waited five months:
+/// every duration setting refuses both, by flag or variable, before any waiting, and `M` is
+/// offered as minutes.
+#[test]
+fn durations_in_months_or_years_are_refused_naming_the_flag_or_variable() {
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
+    let cases: &[Case] = &[
+        (&["--timeout", "5M"], &[], &["--timeout: '5M' is not valid", "did you mean 5m?"]),
+        (&["--watch-interval", "1h5M"], &[], &["--watch-interval: '1h5M'", "did you mean 1h5m?"]),
+        (&[], &[("WAIT_FOR_IDP_INTERVAL", "1y")], &["WAIT_FOR_IDP_INTERVAL: '1y'", "not in months or years"]),
+        (&[], &[("WAIT_FOR_IDP_ATTEMPT_TIMEOUT", "2months")], &["WAIT_FOR_IDP_ATTEMPT_TIMEOUT: '2months'"]),
+    ];
+    for (args, env, expected) in cases {
+        let mut cmd = gate();
+        cmd.args(["--issuer", "https://sso.example.com", "--dry-run"]).args(*args).envs(env.iter().copied());
+        let r = run(cmd);
+        assert_exit(&r, 2);
+        assert_logged(&r, expected);
+    }
+}
+
+/// clap's tip for a mistyped flag was to pass it after `--`, which makes it the command the gate
+/// runs when ready (exit 127 once the wait is over): the flag meant is offered, and only that.
+#[test]
+fn a_mistyped_flag_gets_the_flag_meant_and_nothing_to_run() {
+    for (typed, meant) in [("--timout", "'--timeout'"), ("--ca", "'--ca-file'"), ("--colour", "")] {
+        let r = run_args(gate(), &["--issuer", "https://sso.example.com", typed, "5s"]);
+        assert_exit(&r, 2);
+        assert!(!r.log().contains("as a value") && !r.log().contains(&format!("-- {typed}")), "{}", r.log());
+        let offered = r.log().contains("a similar argument exists");
+        assert_eq!(offered, !meant.is_empty(), "{}", r.log());
+        assert!(r.log().contains(&format!("a similar argument exists: {meant}")) || !offered, "{}", r.log());
+    }
+}
+
+/// `--once` makes one attempt, bounded by the attempt timeout: its first line says so, not that it
+/// waits "up to 5m0s".
+#[test]
+fn once_says_it_makes_one_attempt() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/demo");
+    let r = run_args(gate_for(&ca, &iss), &["--once", "--attempt-timeout", "7s"]);
+    assert_exit(&r, 0);
+    let first = r.log().lines().next().unwrap_or_default();
+    assert!(first.contains(&format!("trying {iss} once (one attempt, of at most 7.00s), failing closed")), "{first}");
+    assert!(!first.contains("up to"), "{first}");
+}
+
+/// A `--connect-to` rule that matches none of the URLs the gate knows it will fetch is said at
+/// the start and by `--dry-run`, with the hosts and ports those URLs name; otherwise the user sees
+/// only the failure it was meant to avoid.
+#[test]
+fn a_connect_to_rule_that_matches_nothing_is_said() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "/realms/demo");
+    let port = iss.trim_start_matches("https://localhost:").split('/').next().unwrap().to_string();
+    let warning =
+        format!("--connect-to: 'localhost:1:127.0.0.1:2' matches none of the URLs known at start (localhost:{port})");
+    let r = run_args(gate_for(&ca, &iss), &["--connect-to", "localhost:1:127.0.0.1:2", "--max-attempts", "1"]);
+    assert_exit(&r, 0);
+    assert_logged(&r, &["WARN", &warning]);
+    let r = run_args(gate_for(&ca, &iss), &["--connect-to", "localhost:1:127.0.0.1:2", "--dry-run"]);
+    assert_exit(&r, 0);
+    assert!(r.stdout.contains(&format!("warning         {warning}")), "{}", r.stdout);
+    let rule = format!("localhost:{port}:127.0.0.1:{port}");
+    let r = run_args(gate_for(&ca, &iss), &["--connect-to", &rule, "--dry-run"]);
+    assert!(!r.stdout.contains("matches none"), "{}", r.stdout);
+}

@@ -224,6 +224,54 @@ fn the_readme_flag_table_lists_every_flag_and_variable() {
     assert_eq!(words(&help, "WAIT_FOR_IDP_"), words(&table, "WAIT_FOR_IDP_"), "variables in --help vs the README");
 }
 
+/// The README says which flags have no variable as `--help` does, and both name exactly the
+/// flags whose `--help` entry names none (`-h` and `-V` aside).
+#[test]
+fn the_readme_names_the_flags_without_a_variable_as_help_does() {
+    let mut cmd = gate();
+    cmd.arg("--help");
+    let help = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+    // An entry starts at its flags alone on a line (`  -v, --verbose...`, `      --once[=<BOOL>]`).
+    let header = |line: &str| {
+        let flags = line.strip_prefix("      ").or_else(|| line.strip_prefix("  ").filter(|l| l.starts_with('-')))?;
+        let end = flags.find(['[', '<', '.']).unwrap_or(flags.len());
+        let (names, rest) = (flags[..end].trim(), &flags[end..]);
+        let value =
+            rest.is_empty() || rest == "..." || rest == "[=<BOOL>]" || rest.starts_with('<') && rest.ends_with('>');
+        let names_only = names.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | ',' | ' '));
+        (names.starts_with('-') && value && names_only)
+            .then(|| names.split(", ").next().unwrap_or_default().to_string())
+    };
+    let mut without = BTreeSet::new();
+    let mut entry: Option<(String, bool)> = None;
+    for line in help.lines().chain(["  -end"]) {
+        match header(line) {
+            Some(flag) => {
+                if let Some((flag, false)) = entry.take() {
+                    without.insert(flag);
+                }
+                entry = Some((flag, false));
+            }
+            None => {
+                if let Some((_, env)) = &mut entry {
+                    *env |= line.contains("[env: ");
+                }
+            }
+        }
+    }
+    without.retain(|f| !matches!(f.as_str(), "-h" | "-V"));
+    assert!(without.len() >= 3, "{without:?} in\n{help}");
+    let claim = |text: &str| -> Option<BTreeSet<String>> {
+        let text = text.replace('`', "").split_whitespace().collect::<Vec<_>>().join(" ");
+        let at = text.find("Every flag but ")?;
+        let named = &text[at + "Every flag but ".len()..text[at..].find(" has an environment variable")? + at];
+        Some(named.split([',', ' ']).filter(|w| w.starts_with('-')).map(str::to_string).collect())
+    };
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    assert_eq!(claim(&help).as_ref(), Some(&without), "--help's claim");
+    assert_eq!(claim(&readme).as_ref(), Some(&without), "the README's claim");
+}
+
 /// A module's name says its job, so two modules with one name would be two jobs with one name
 /// (`tests` modules and `mod.rs` files excepted).
 #[test]

@@ -4,6 +4,7 @@
 //! through its in-cluster Service but validate it under its public name. The rules are read
 //! here; the resolver in `http` applies them.
 
+use super::{Notice, Source};
 use crate::url;
 use std::fmt;
 
@@ -110,13 +111,40 @@ impl ConnectTo {
         Ok(rule)
     }
 
-    /// Where to connect for `host:port`, if this rule applies. `host` as in the URL (IPv6 in
-    /// brackets).
+    /// Whether this rule applies to `host:port`, `host` as in the URL (IPv6 in brackets).
+    fn applies(&self, host: &str, port: u16) -> bool {
+        self.host.as_deref().is_none_or(|h| h.eq_ignore_ascii_case(host)) && self.port.is_none_or(|p| p == port)
+    }
+
+    /// Where to connect for `host:port`, if this rule applies.
     pub(crate) fn redirect(&self, host: &str, port: u16) -> Option<(String, u16)> {
-        let host_matches = self.host.as_deref().is_none_or(|h| h.eq_ignore_ascii_case(host));
-        let port_matches = self.port.is_none_or(|p| p == port);
-        (host_matches && port_matches)
+        self.applies(host, port)
             .then(|| (self.to_host.clone().unwrap_or_else(|| host.to_string()), self.to_port.unwrap_or(port)))
+    }
+}
+
+/// A warning for each rule that applies to none of `urls`, the URLs the gate knows it will fetch
+/// before its first attempt: a rule with the wrong host or port would otherwise show only as the
+/// failure it was meant to avoid (a name that does not resolve outside the cluster). A document
+/// may still lead elsewhere (its `jwks_uri`, a resource's authorization server), so this is said,
+/// not refused.
+pub(crate) fn unmatched(rules: &[ConnectTo], urls: &[String], source: Source, notices: &mut Vec<Notice>) {
+    let mut unused: Vec<&ConnectTo> = rules.iter().collect();
+    let mut known: Vec<String> = Vec::new();
+    for parts in urls.iter().filter_map(|u| url::split(u).ok()) {
+        let (host, port) = (parts.host, parts.port_or_default());
+        unused.retain(|rule| !rule.applies(host, port));
+        let pair = format!("{host}:{port}");
+        if !known.contains(&pair) {
+            known.push(pair);
+        }
+    }
+    for rule in unused {
+        notices.push(Notice::Warning(format!(
+            "{source}: '{rule}' matches none of the URLs known at start ({}): a rule applies where a URL names \
+             its HOST and PORT (443 for https, 80 for http, unless the URL names a port)",
+            known.join(", ")
+        )));
     }
 }
 

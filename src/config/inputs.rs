@@ -5,7 +5,7 @@
 //! often render empty values). The environment is injected, so tests need not touch the process's.
 
 use super::ConfigError;
-use crate::settings::{Given, Id, Parser};
+use crate::settings::{Choice, Given, Id, Parser};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -188,18 +188,11 @@ impl<'a> Inputs<'a> {
         Ok((parsed, raw))
     }
 
-    /// One of the words the table lists, mapped to a value by `words` (in the table's order).
-    pub(crate) fn choice<T: Copy>(&self, id: Id, values: &[T]) -> Result<T, ConfigError> {
-        let Parser::Choice(words) = id.setting().parser else {
-            unreachable!("{id:?} is read as a choice but the table says otherwise")
-        };
+    /// One of a choice's words, else the table's default; the table's row names the same type
+    /// (a test reads every word of each row).
+    pub(crate) fn choice<T: Choice>(&self, id: Id) -> Result<T, ConfigError> {
         let raw = self.single_or_default(id).expect("a choice setting has a default");
-        let word = raw.value.trim();
-        words
-            .iter()
-            .position(|w| *w == word)
-            .and_then(|i| values.get(i).copied())
-            .ok_or_else(|| raw.invalid(words.join(" or ")))
+        T::from_word(raw.value.trim()).ok_or_else(|| raw.invalid(id.setting().placeholder().replace('|', " or ")))
     }
 }
 
@@ -217,8 +210,17 @@ const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// A positive duration with a unit, at least `min`.
 fn parse_duration(raw: &Raw, min: Duration) -> Result<Duration, ConfigError> {
-    let d = humantime::parse_duration(raw.value.trim())
+    let value = raw.value.trim();
+    let d = humantime::parse_duration(value)
         .map_err(|_| raw.invalid("a positive duration with a unit, such as 500ms, 90s, 5m or 1h30m"))?;
+    if in_months_or_years(value) {
+        // `M` is the only capital letter humantime takes: in lower case it is minutes.
+        let meant =
+            if value.contains('M') { format!(": did you mean {}?", value.to_ascii_lowercase()) } else { String::new() };
+        return Err(raw.invalid(format!(
+            "a duration in seconds, minutes, hours or days, such as 90s, 5m or 2h; not in months or years{meant}"
+        )));
+    }
     if d.is_zero() {
         return Err(raw.invalid("a positive duration, not zero (such as 500ms, 90s or 5m)"));
     }
@@ -234,6 +236,16 @@ fn parse_duration(raw: &Raw, min: Duration) -> Result<Duration, ConfigError> {
         return Err(raw.invalid("a duration of at most 366 days"));
     }
     Ok(d)
+}
+
+/// Whether a duration humantime took has a unit of months (`M`, `month`, `months`) or years
+/// (`y`, `yr`, `yrs`, `year`, `years`): humantime reads `5M` as five months, so `--timeout 5M`
+/// would wait five months for one who meant minutes, and no gate should wait a month or a year.
+/// Go's durations, which the guarded clients take, know neither. Among humantime's units only
+/// these have an `M`, an `mo` or a `y` not after an `a` (`day`).
+fn in_months_or_years(value: &str) -> bool {
+    let b = value.as_bytes();
+    value.contains("mo") || (0..b.len()).any(|i| b[i] == b'M' || b[i] == b'y' && (i == 0 || b[i - 1] != b'a'))
 }
 
 /// A whole number of at least 1.

@@ -34,7 +34,8 @@ pub(crate) use proxy_env::{ProxyChoice, ProxyKind, ProxySettings, Route};
 pub(crate) use read::load;
 pub(crate) use trust::Trust;
 
-use crate::rules::authorization_server::Rules;
+use crate::rules::authorization_server::{self, Rules};
+use crate::rules::protected_resource;
 use crate::settings::{Id, ThenCommand};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -70,14 +71,8 @@ pub(crate) struct TerminationLog {
     pub(crate) create: bool,
 }
 
-/// How the final summary is given.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Output {
-    /// Log lines on stderr only.
-    Text,
-    /// Also one JSON object on stdout.
-    Json,
-}
+/// How the final summary is given: log lines on stderr only, or also one JSON object on stdout.
+pub(crate) use crate::settings::Format as Output;
 
 /// What an attempt checks, beyond the target itself: the probe's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -151,6 +146,25 @@ pub(crate) struct Config {
     pub(crate) then: Option<ThenCommand>,
     /// `--serve`: keep watching after the start and serve the verdict over HTTP.
     pub(crate) serve: Option<Serve>,
+}
+
+impl Config {
+    /// Where a target's discovery starts, in the order tried: the issuer's candidate metadata
+    /// URLs, or the resource's metadata locations (its own challenge comes after them).
+    pub(crate) fn first_urls(&self, target: &Target) -> Vec<String> {
+        match target {
+            Target::Issuer { issuer, discovery_url } => {
+                authorization_server::candidates(issuer, self.checks.rules.kind, discovery_url.as_deref())
+                    .into_iter()
+                    .map(|c| c.url)
+                    .collect()
+            }
+            // The resource first: its challenge may name the metadata (then asked before the rest).
+            Target::Resource { resource } => {
+                std::iter::once(resource.clone()).chain(protected_resource::metadata_urls(resource)).collect()
+            }
+        }
+    }
 }
 
 /// How this run goes, apart from what it waits for.

@@ -4,9 +4,9 @@ use super::environment::Environment;
 use super::inputs::{Inputs, Sourced};
 use super::{
     Checks, Config, ConfigError, Conflict, ConnectTo, Loaded, Network, Notice, Output, ProxySettings, Raw, RunMode,
-    Serve, Source, Target, TerminationLog, Timing, files, header_files, trust,
+    Serve, Source, Target, TerminationLog, Timing, connect_to, files, header_files, trust,
 };
-use crate::rules::authorization_server::{MetadataKind, Rules};
+use crate::rules::authorization_server::Rules;
 use crate::settings::{self, Given, Id, Then, ThenCommand};
 use crate::url;
 use std::collections::{BTreeMap, HashSet};
@@ -53,8 +53,16 @@ fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[Strin
     if let (Some((_, raw)), Some(_)) = (&values.serve, &then) {
         return Err(ConfigError::Conflict(Conflict::ServeWith { source: raw.source, other: "-- COMMAND" }));
     }
-    let loaded = values.into_loaded(trust, proxies, notices, then);
+    let mut loaded = values.into_loaded(trust, proxies, notices, then);
     let config = &loaded.config;
+    if let Some(source) = config.sources.get(&Id::ConnectTo) {
+        let mut urls = Vec::new();
+        for target in &config.targets {
+            urls.extend(config.first_urls(target));
+        }
+        urls.extend(config.checks.jwks_url.clone());
+        connect_to::unmatched(&config.network.connect_to, &urls, *source, &mut loaded.notices);
+    }
     let first = config.targets.iter().map(|t| match t {
         Target::Issuer { discovery_url: Some(url), .. } => url.as_str(),
         t => t.name(),
@@ -153,7 +161,7 @@ impl Values {
             check_url(raw, url::check_fetched, notices)?;
         }
         let rules = Rules {
-            kind: inputs.choice(Id::Metadata, &[MetadataKind::Oidc, MetadataKind::OAuth, MetadataKind::Auto])?,
+            kind: inputs.choice(Id::Metadata)?,
             strict: inputs.switch(Id::Strict)?,
             skip_issuer_check: inputs.switch(Id::SkipIssuerCheck)?,
         };
@@ -182,7 +190,7 @@ impl Values {
             check_jwks: jwks_url.is_some() || inputs.switch(Id::CheckJwks)?,
             refuse_legacy_auth: inputs.switch(Id::RefuseLegacyAuth)?,
             refuse_private_addresses: inputs.switch(Id::RefusePrivateAddresses)?,
-            output: inputs.choice(Id::Output, &[Output::Text, Output::Json])?,
+            output: inputs.choice(Id::Output)?,
             termination_log,
             serve: read_serve(inputs, notices)?,
             watch: (inputs.duration(Id::WatchInterval)?.0, inputs.count(Id::WatchFailures)?.0.unwrap_or(3)),
@@ -298,16 +306,19 @@ fn read_serve(
 /// How the run goes: `--once`, `--dry-run`, `--quiet` and the log's level and format.
 fn read_mode(inputs: &Inputs<'_>, once: bool) -> Result<RunMode, ConfigError> {
     use log::LevelFilter;
-    let levels = [LevelFilter::Error, LevelFilter::Warn, LevelFilter::Info, LevelFilter::Debug, LevelFilter::Trace];
-    let level = inputs.choice(Id::LogLevel, &levels)?;
-    // Each -v raises the level one step above info (and never lowers a higher one).
-    let raised = levels.get(2 + inputs.count_given(Id::Verbose)).copied().unwrap_or(LevelFilter::Trace);
+    let level: LevelFilter = inputs.choice(Id::LogLevel)?;
+    // -v is debug, -vv trace, and neither lowers a higher level.
+    let log_level = match inputs.count_given(Id::Verbose) {
+        0 => level,
+        1 => level.max(LevelFilter::Debug),
+        _ => LevelFilter::Trace,
+    };
     Ok(RunMode {
         once,
         dry_run: inputs.switch(Id::DryRun)?,
         quiet: inputs.switch(Id::Quiet)?,
-        log_level: if inputs.count_given(Id::Verbose) > 0 { level.max(raised) } else { level },
-        log_json: inputs.choice(Id::LogFormat, &[false, true])?,
+        log_level,
+        log_json: inputs.choice::<Output>(Id::LogFormat)? == Output::Json,
     })
 }
 

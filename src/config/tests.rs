@@ -83,7 +83,7 @@ fn bad_values_name_their_source_and_the_fix() {
     assert!(e.contains("single --issuer"), "{e}");
     let e = err(&["--issuer", "https://h", "--ca-file", "/nonexistent/ca.pem"], &[]);
     assert!(e.contains("--ca-file: CA file '/nonexistent/ca.pem' cannot be read"), "{e}");
-    let e = err(&["--issuer", "https://h", "--timeout", "1000y"], &[]);
+    let e = err(&["--issuer", "https://h", "--timeout", "1000d"], &[]);
     assert!(e.contains("366 days"), "{e}");
 }
 
@@ -374,4 +374,118 @@ fn a_variable_read_that_is_not_utf8_is_named() {
     assert!(matches!(&e, ConfigError::NotUtf8 { name } if name == "WAIT_FOR_IDP_ISSUER"), "{e}");
     let given = Given::parse_from(["wait-for-idp", "--issuer", "https://h"]).unwrap();
     assert!(super::load(&given, &env, &names).is_ok(), "the flag wins, the variable is not read");
+}
+
+/// Every row of the table is read: given on its own (beside an issuer), each setting is either
+/// taken, its flag then among the sources, or refused naming its flag. A row that nothing reads
+/// would be accepted and ignored. The sample is an exhaustive match, so a new row needs one.
+#[test]
+fn every_setting_in_the_table_is_read() {
+    for s in settings::SETTINGS {
+        let flag = s.id.flag();
+        let value = match s.id {
+            Id::Issuer | Id::Resource | Id::DiscoveryUrl | Id::JwksUrl => "https://h/x",
+            Id::Metadata => "auto",
+            Id::Output | Id::LogFormat => "json",
+            Id::LogLevel => "debug",
+            Id::Timeout | Id::Interval | Id::AttemptTimeout | Id::WatchInterval => "2s",
+            Id::MaxAttempts | Id::Successes | Id::WatchFailures => "2",
+            Id::Serve => ":8080",
+            Id::ConnectTo => "h:443:127.0.0.1:8443",
+            Id::CaFile | Id::TokenFile | Id::TerminationLog => "/nonexistent",
+            Id::HeaderFile => "X-Key=/nonexistent",
+            Id::SkipIssuerCheck
+            | Id::Strict
+            | Id::CheckJwks
+            | Id::RefuseLegacyAuth
+            | Id::FailClosed
+            | Id::Once
+            | Id::RefusePrivateAddresses
+            | Id::Quiet
+            | Id::DryRun
+            | Id::Verbose => "",
+        };
+        let mut args = vec!["--issuer", "https://h"];
+        args.extend([flag.as_str(), value].into_iter().filter(|a| !a.is_empty()));
+        match load(&args, &[]) {
+            Ok(loaded) => assert!(loaded.config.sources.contains_key(&s.id), "{flag} is not read"),
+            Err(e) => assert!(e.to_string().starts_with(&format!("{flag}: ")), "{flag} {value}: {e}"),
+        }
+    }
+}
+
+/// A choice setting reads the type its row lists the words of: each word the table offers is
+/// taken, means the value that word names, and an unknown word is refused listing them all.
+#[test]
+fn a_choice_setting_takes_every_word_its_row_lists() {
+    use crate::settings::{Choice, Parser};
+    for s in settings::SETTINGS {
+        let Parser::Choice(words) = s.parser else { continue };
+        let flag = s.id.flag();
+        for word in words() {
+            let loaded = load(&["--issuer", "https://h", &flag, word], &[]).unwrap_or_else(|e| panic!("{e}"));
+            let (config, mode) = (&loaded.config, &loaded.mode);
+            let read = match s.id {
+                Id::Metadata => config.checks.rules.kind.word(),
+                Id::Output => config.output.word(),
+                Id::LogLevel => mode.log_level.word(),
+                Id::LogFormat => if mode.log_json { Output::Json } else { Output::Text }.word(),
+                other => panic!("{other:?} is a choice that this test does not know"),
+            };
+            assert_eq!(read, word, "{flag}");
+        }
+        assert!(err(&["--issuer", "https://h", &flag, "nonsense"], &[]).ends_with(&words().join(" or ")));
+    }
+}
+
+/// humantime reads `M` as months and `y` as years: every duration setting refuses both, naming
+/// the flag or variable, and offers minutes for `M`.
+#[test]
+fn durations_in_months_or_years_are_refused() {
+    for s in settings::SETTINGS.iter().filter(|s| matches!(s.parser, settings::Parser::Duration { .. })) {
+        let flag = s.id.flag();
+        let e = err(&["--issuer", "https://h", &flag, "5M"], &[]);
+        assert!(e.starts_with(&format!("{flag}: '5M'")) && e.contains("did you mean 5m?"), "{e}");
+        let env = s.env.unwrap();
+        for value in ["1y", "1yr", "2yrs", "1year", "2 years", "1month", "2 months", "1h 1year"] {
+            let e = err(&["--issuer", "https://h"], &[(env, value)]);
+            assert!(e.starts_with(&format!("{env}: '{value}'")) && e.ends_with("not in months or years"), "{e}");
+        }
+    }
+    let c = build(
+        &["--issuer", "https://h", "--timeout", "1h30m", "--interval", "1w 2days", "--attempt-timeout", "5µs"],
+        &[],
+    );
+    let c = c.unwrap();
+    assert_eq!((c.timing.timeout, c.timing.interval), (Duration::from_secs(5400), Duration::from_secs(777_600)));
+    assert_eq!(c.timing.attempt_timeout, Duration::from_micros(5));
+    assert!(err(&["--issuer", "https://h"], &[("WAIT_FOR_IDP_TIMEOUT", "1d 2M")]).ends_with("did you mean 1d 2m?"));
+    // Every other unit humantime takes, days among them, is not taken for months or years.
+    let all = "1nsec 1ns 1usec 1us 1µs 1msec 1ms 1millis 1nanos 1seconds 1second 1secs 1sec 1s 1minutes 1minute \
+               1min 1mins 1m 1hours 1hour 1hr 1hrs 1h 1days 1day 1d 1weeks 1week 1wk 1wks 1w";
+    assert!(build(&["--issuer", "https://h", "--timeout", all], &[]).is_ok());
+}
+
+/// A `--connect-to` rule that matches none of the URLs known at start is said, with the hosts
+/// and ports they name; one that matches, or one for the `--jwks-url`, is not.
+#[test]
+fn a_connect_to_rule_matching_nothing_known_is_said() {
+    let base = ["--issuer", "https://kc.example/realms/x"];
+    let said = |args: &[&str], env: &[(&str, &str)]| -> Vec<String> {
+        let args: Vec<&str> = base.iter().chain(args).copied().collect();
+        warnings(&args, env).into_iter().filter(|w| w.contains("matches none")).collect()
+    };
+    let w = said(&["--connect-to", "kc.example:8443:127.0.0.1:8443"], &[]);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].starts_with("--connect-to: 'kc.example:8443:127.0.0.1:8443' matches none"), "{w:?}");
+    assert!(w[0].contains("(kc.example:443)"), "{w:?}");
+    let w = said(&[], &[("WAIT_FOR_IDP_CONNECT_TO", "other.example::127.0.0.1:")]);
+    assert!(w.len() == 1 && w[0].starts_with("WAIT_FOR_IDP_CONNECT_TO: 'other.example::127.0.0.1:"), "{w:?}");
+    for rule in ["kc.example:443:127.0.0.1:8443", "KC.example::127.0.0.1:", "::127.0.0.1:8443"] {
+        assert!(said(&["--connect-to", rule], &[]).is_empty(), "{rule}");
+    }
+    let jwks = ["--connect-to", "keys.example:443:127.0.0.1:9443", "--jwks-url", "https://keys.example/jwks"];
+    assert!(said(&jwks, &[]).is_empty());
+    let v6 = ["--issuer", "https://[::1]:8443/x", "--connect-to", "[::1]:8443:127.0.0.1:9443"];
+    assert!(warnings(&v6, &[]).iter().all(|w| !w.contains("matches none")));
 }

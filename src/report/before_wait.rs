@@ -11,9 +11,7 @@ use crate::config::RunMode;
 use crate::config::Source;
 use crate::config::Target;
 use crate::human::secs;
-use crate::rules::authorization_server;
-use crate::rules::protected_resource;
-use crate::settings::{Id, SETTINGS};
+use crate::settings::{Choice, Id, SETTINGS};
 use crate::url;
 use std::fmt::Write as _;
 use std::io::Write;
@@ -52,7 +50,8 @@ pub(crate) fn startup(config: &Config, notices: &[Notice], signals: Option<anyho
 
 /// `wait-for-idp 0.1.0 (commit …) waiting for https://… up to 5m0s, failing open; set by
 /// --issuer, --timeout, OAUTH2_PROXY_PROVIDER_CA_FILES (oauth2-proxy's)`: each setting that is
-/// not a default, by the flag or the variable that set it.
+/// not a default, by the flag or the variable that set it. With `--once`: `trying https://…
+/// once (one attempt, of at most 5.00s), failing closed`.
 fn first_line(config: &Config) -> String {
     let targets: Vec<String> = config
         .targets
@@ -70,11 +69,21 @@ fn first_line(config: &Config) -> String {
             source => source.to_string(),
         })
         .collect();
+    // `--once` (or `--max-attempts 1`) makes one attempt, bounded by the attempt timeout: "up
+    // to 5m0s" would promise a wait that never happens.
+    let timing = &config.timing;
+    let each = if targets.len() > 1 { " each" } else { "" };
+    let (verb, how) = match timing.max_attempts {
+        Some(1) => (
+            "trying",
+            format!("once (one attempt{each}, of at most {})", secs(timing.attempt_timeout.min(timing.timeout))),
+        ),
+        _ => ("waiting for", format!("up to {}", secs(timing.timeout))),
+    };
     format!(
-        "wait-for-idp {} waiting for {} up to {}, {}; set by {}{}",
+        "wait-for-idp {} {verb} {} {how}, {}; set by {}{}",
         crate::settings::VERSION,
         targets.join(", "),
-        secs(config.timing.timeout),
         if config.fail_closed { "failing closed" } else { "failing open" },
         if sources.is_empty() { "nothing: all defaults".to_string() } else { sources.join(", ") },
         http_proxy_only(config)
@@ -107,7 +116,7 @@ fn settings_summary(config: &Config, mode: RunMode, notices: &[Notice]) -> Strin
     let _ = writeln!(
         out,
         "rules           {}{}{}",
-        r.kind.as_str(),
+        r.kind.word(),
         if r.strict { ", strict" } else { "" },
         if r.skip_issuer_check { ", issuer check skipped" } else { "" }
     );
@@ -202,7 +211,8 @@ fn route(config: &Config, parts: &url::Parts<'_>) -> String {
         Ok(route) => return route.to_string(),
         Err(e) => return e.to_string(),
     };
-    let rule = config.network.connect_to.iter().find_map(|r| r.redirect(parts.bare_host(), port).map(|to| (r, to)));
+    // The host as the URL writes it (IPv6 in brackets), as the resolver matches it.
+    let rule = config.network.connect_to.iter().find_map(|r| r.redirect(parts.host, port).map(|to| (r, to)));
     match rule {
         Some((rule, (host, port))) => {
             format!("{via} to {host}:{port} (--connect-to {rule}; TLS and Host keep the URL's name)")
@@ -229,7 +239,7 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
             Some(Target::Issuer { discovery_url: Some(u), .. }) => url::redact(u),
             _ => "derived from the issuer".to_string(),
         },
-        Id::Metadata => checks.rules.kind.as_str().to_string(),
+        Id::Metadata => checks.rules.kind.word().to_string(),
         Id::SkipIssuerCheck => on(checks.rules.skip_issuer_check),
         Id::Strict => on(checks.rules.strict),
         Id::CheckJwks => on(checks.check_jwks),
@@ -260,11 +270,7 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
         Id::HeaderFile => {
             list(checks.header_files.iter().map(|h| format!("{}={}", h.name, h.path.display())).collect(), "none")
         }
-        Id::Output => match config.output {
-            Output::Text => "text",
-            Output::Json => "json",
-        }
-        .to_string(),
+        Id::Output => config.output.word().to_string(),
         Id::TerminationLog => {
             let log = &config.termination_log;
             let only = if log.create { "" } else { " (written only if it exists)" };
@@ -272,24 +278,12 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
         }
         Id::Quiet => on(mode.quiet),
         Id::DryRun => on(mode.dry_run),
-        Id::LogLevel | Id::Verbose => mode.log_level.as_str().to_ascii_lowercase(),
-        Id::LogFormat => if mode.log_json { "json" } else { "text" }.to_string(),
+        Id::LogLevel | Id::Verbose => mode.log_level.word().to_string(),
+        Id::LogFormat => if mode.log_json { Output::Json } else { Output::Text }.word().to_string(),
     }
 }
 
-/// Where a target's discovery starts, in the order tried: the issuer's candidate metadata URLs,
-/// or the resource's metadata locations (its own challenge comes after them).
+/// Where a target's discovery starts, in the order tried ([`Config::first_urls`]).
 pub(super) fn first_urls(target: &Target, config: &Config) -> Vec<String> {
-    match target {
-        Target::Issuer { issuer, discovery_url } => {
-            authorization_server::candidates(issuer, config.checks.rules.kind, discovery_url.as_deref())
-                .into_iter()
-                .map(|c| c.url)
-                .collect()
-        }
-        // The resource first: its challenge may name the metadata (then asked before the rest).
-        Target::Resource { resource } => {
-            std::iter::once(resource.clone()).chain(protected_resource::metadata_urls(resource)).collect()
-        }
-    }
+    config.first_urls(target)
 }

@@ -81,9 +81,10 @@ pub(super) fn brief(s: &Setting) -> String {
 pub(super) fn summary() -> String {
     let left = |s: &Setting| {
         let short = s.short.map_or("    ".to_string(), |c| format!("-{c}, "));
+        let placeholder = s.placeholder();
         let value = match (s.arity, s.parser) {
             (Arity::Switch | Arity::Count, _) => "",
-            (_, _) if s.value_name.len() <= 10 => s.value_name,
+            (_, _) if placeholder.len() <= 10 => &placeholder,
             (_, Parser::Choice(_)) => "WORD",
             _ => "VALUE",
         };

@@ -6,11 +6,13 @@
 //! variables, the unknown-variable suggestions, `--dry-run` and the start-up line, and the README
 //! check in `tests/structure.rs`. A setting added here is offered everywhere at once; one missing
 //! here exists nowhere. Values stay raw strings on this side; `config` parses them by the entry's
-//! [`Parser`], so every error can name the flag or variable it came from.
+//! [`Parser`] (a choice by its type's words, [`Choice`]), so every error can name the flag or
+//! variable it came from.
 //!
-//! Why every flag has a variable: Helm values and kustomize patches set `env:` far more easily
-//! than they edit `args:`, and need no shell to expand `${}`. Why oauth2-proxy's variables are a
-//! fallback: one `envFrom` can then configure the proxy and its gate alike.
+//! Why every flag but `--once`, `--dry-run` and `-v` (modes, typed by a person) has a variable:
+//! Helm values and kustomize patches set `env:` far more easily than they edit `args:`, and need
+//! no shell to expand `${}`. Why oauth2-proxy's variables are a fallback: one `envFrom` can then
+//! configure the proxy and its gate alike.
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use std::time::Duration;
@@ -65,27 +67,19 @@ pub(crate) enum Arity {
     Many,
 }
 
-/// How a value is read: what `config` turns the raw string into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a value is read, where the table decides it: the rest are read as they are and checked by
+/// `config` by the setting's own rules (a URL, a path, a `--connect-to` rule, an address).
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum Parser {
-    Switch,
-    /// An absolute http(s) URL, checked as the client would.
-    Url,
-    Path,
+    Plain,
     /// A positive duration with a unit, at least `min` (zero: any positive one).
     Duration {
         min: Duration,
     },
     /// A whole number of at least 1.
     Count,
-    /// One of these words.
-    Choice(&'static [&'static str]),
-    /// `HOST:PORT:CONNECT_HOST:CONNECT_PORT`, as curl's `--connect-to`.
-    ConnectTo,
-    /// `NAME=PATH`: an HTTP header's name and the file holding its value.
-    HeaderFile,
-    /// `HOST:PORT` (or `:PORT`, every address) to listen on.
-    Address,
+    /// One of a [`Choice`]'s words: its type's [`Choice::words`].
+    Choice(fn() -> Vec<&'static str>),
 }
 
 /// Where a flag is listed in `--help`.
@@ -141,9 +135,12 @@ pub(crate) const MIN_TIMEOUT: Duration = Duration::from_millis(100);
 /// Where the kubelet reads a container's termination message.
 pub(crate) const TERMINATION_LOG: &str = "/dev/termination-log";
 
+mod choice;
 mod help;
 mod suggest;
 mod table;
+
+pub(crate) use choice::{Choice, Format};
 
 pub(crate) use help::VERSION;
 pub(crate) use suggest::{near_misses, unknown_variables};
@@ -158,6 +155,16 @@ const _: () = {
         i += 1;
     }
 };
+
+impl Setting {
+    /// What `--help` calls the value: a choice's words (`oidc|oauth|auto`), else the table's name.
+    pub(crate) fn placeholder(&self) -> String {
+        match self.parser {
+            Parser::Choice(words) => words().join("|"),
+            _ => self.value_name.to_string(),
+        }
+    }
+}
 
 impl Id {
     pub(crate) fn setting(self) -> &'static Setting {
@@ -182,7 +189,7 @@ fn help(s: &Setting) -> String {
     }
     match (s.default, s.unset) {
         (Some(d), _) => shown.push(format!("[default: {d}]")),
-        (None, u) if s.parser == Parser::Count && !u.is_empty() => shown.push(format!("[default: {u}]")),
+        (None, u) if matches!(s.parser, Parser::Count) && !u.is_empty() => shown.push(format!("[default: {u}]")),
         _ => {}
     }
     if !shown.is_empty() {
@@ -252,6 +259,11 @@ fn command_for(long_help: bool) -> Command {
         if let Some(short) = s.short {
             arg = arg.short(short);
         }
+        // clap keeps a value name for the life of the command, which is the process's.
+        let placeholder: &'static str = match s.parser {
+            Parser::Choice(_) => s.placeholder().leak(),
+            _ => s.value_name,
+        };
         arg = match s.arity {
             // As Go's pflag: `--fail-closed`, `--fail-closed=true`, `--fail-closed=false`; the
             // value is parsed with the variables' words, so a bad one names the flag.
@@ -262,8 +274,8 @@ fn command_for(long_help: bool) -> Command {
                 .default_missing_value("true")
                 .value_name("BOOL"),
             Arity::Count => arg.action(ArgAction::Count),
-            Arity::One => arg.action(ArgAction::Set).value_name(s.value_name).allow_hyphen_values(true),
-            Arity::Many => arg.action(ArgAction::Append).value_name(s.value_name),
+            Arity::One => arg.action(ArgAction::Set).value_name(placeholder).allow_hyphen_values(true),
+            Arity::Many => arg.action(ArgAction::Append).value_name(placeholder),
         };
         cmd = cmd.arg(arg);
     }
@@ -393,6 +405,19 @@ mod tests {
                 Some(env) => assert!(help.contains(&format!("[env: {env}")), "--{} help does not name {env}", s.flag),
                 None => assert!(matches!(s.id, Id::Once | Id::DryRun | Id::Verbose), "--{} has no variable", s.flag),
             }
+        }
+    }
+
+    /// A choice's words are written once, beside their values; the prose that names them for
+    /// people (`-h`'s line, `--help`'s text) must still name each.
+    #[test]
+    fn a_choice_settings_help_names_each_of_its_words() {
+        for s in SETTINGS {
+            let Parser::Choice(words) = s.parser else { continue };
+            for word in words() {
+                assert!(s.brief.contains(word) || s.help.contains(word), "--{}'s help does not name {word}", s.flag);
+            }
+            assert!(s.value_name.is_empty(), "--{}: the value name is its words", s.flag);
         }
     }
 

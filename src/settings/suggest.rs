@@ -103,6 +103,11 @@ pub(crate) fn explain(mut e: clap::Error, args: &[std::ffi::OsString]) -> clap::
     let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else { return e };
     let typed = arg.split('=').next().unwrap_or_default().to_string();
     let tip = |text: String| ContextValue::StyledStrs(vec![StyledStr::from(text)]);
+    // clap's tip for a mistyped flag, "to pass '--timout' as a value, use '-- --timout'", would
+    // run it as the command after `--`: only a word that is no flag may be one.
+    if typed.starts_with('-') {
+        e.insert(ContextKind::Suggested, ContextValue::None);
+    }
     if let Some(flag) = closest_flag(&typed) {
         e.insert(ContextKind::SuggestedArg, ContextValue::String(format!("--{flag}")));
     } else if typed == "-k" || INSECURE.iter().any(|w| typed.starts_with('-') && typed.contains(w)) {
@@ -139,8 +144,8 @@ fn not_utf8(args: &[std::ffi::OsString]) -> Option<String> {
 }
 
 /// The flag an unknown one was meant to be: one of ours within two edits or that it begins
-/// (at least three letters), one named as oauth2-proxy names it (`--oidc-issuer-url`), or one
-/// typed as its variable (`--` and the timeout's variable).
+/// (by three letters or a whole word: `--ca`), one named as oauth2-proxy names it
+/// (`--oidc-issuer-url`), or one typed as its variable (`--` and the timeout's variable).
 fn closest_flag(typed: &str) -> Option<&'static str> {
     let word = typed.strip_prefix("--")?.to_ascii_lowercase().replace('_', "-");
     let word = word.strip_prefix("wait-for-idp-").unwrap_or(&word);
@@ -150,13 +155,14 @@ fn closest_flag(typed: &str) -> Option<&'static str> {
     {
         return Some(s.flag);
     }
+    let begins = |f: &str| f.strip_prefix(word).is_some_and(|rest| word.len() >= 3 || rest.starts_with('-'));
     SETTINGS
         .iter()
         .map(|s| s.flag)
         .chain(["help", "version"])
         .filter_map(|f| {
             let d = match extension(word, f) {
-                Some(d) if d <= 2 || (word.len() >= 3 && f.starts_with(word)) => d,
+                Some(d) if d <= 2 || begins(f) => d,
                 Some(_) => return None,
                 None => distance_within(word, f, 2)?,
             };
@@ -482,11 +488,23 @@ mod tests {
             ("--oidc-issuer-url", "'--issuer'"),
             ("--provider-ca-file", "'--ca-file'"),
             ("--WAIT_FOR_IDP_TIMEOUT", "'--timeout'"),
+            ("--ca", "'--ca-file'"),
         ] {
             let text = tips(&[typed, "x"]);
             assert!(text.contains(&format!("a similar argument exists: {meant}")), "{typed}: {text}");
         }
         assert!(!tips(&["--colour"]).contains("similar"), "{}", tips(&["--colour"]));
+    }
+
+    /// clap's tip "to pass '--timout' as a value, use '-- --timout'" makes a typo the command to
+    /// run after `--`: a mistyped flag gets the flag meant, and nothing to run.
+    #[test]
+    fn a_mistyped_flag_is_never_offered_as_the_command() {
+        for args in [&["--issuer", "https://h", "--timout", "5s"][..], &["--colour"], &["--ca", "x"]] {
+            let text = tips(args);
+            assert!(!text.contains("as a value") && !text.contains("'-- "), "{args:?}: {text}");
+            assert!(!text.contains("\n\n\n"), "no empty tip: {text:?}");
+        }
     }
 
     #[test]

@@ -27,16 +27,6 @@ pub enum MetadataKind {
     Auto,
 }
 
-impl MetadataKind {
-    /// The words `--metadata` takes.
-    pub(crate) const CHOICES: &'static [(&'static str, MetadataKind)] =
-        &[("oidc", MetadataKind::Oidc), ("oauth", MetadataKind::OAuth), ("auto", MetadataKind::Auto)];
-
-    pub fn as_str(self) -> &'static str {
-        Self::CHOICES.iter().find(|(_, k)| *k == self).map_or("?", |(w, _)| w)
-    }
-}
-
 /// How strictly a document is judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rules {
