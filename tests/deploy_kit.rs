@@ -37,7 +37,7 @@ fn in_cluster_provider_help_readme_kit_and_docs_give_one_answer() {
     assert!(!examples.contains("--connect-to"), "--help shows --connect-to for a client:\n{examples}");
 
     let readme = folded(&read("README.md"));
-    let anchor = "docs/deploy.md#an-in-cluster-provider-fetch-the-url-the-client-fetches";
+    let anchor = "docs/deploy.md#an-in-cluster-provider";
     assert!(readme.contains(RULE) && readme.contains(anchor), "the README does not give the rule and link it");
     assert!(!readme.contains("with `--connect-to`"), "the README still sends a client's gate through --connect-to");
 
@@ -52,7 +52,7 @@ fn in_cluster_provider_help_readme_kit_and_docs_give_one_answer() {
     }
 
     let deploy = read("docs/deploy.md");
-    let section = &deploy[deploy.find("## An in-cluster provider: fetch the URL the client fetches").unwrap()..];
+    let section = &deploy[deploy.find("## An in-cluster provider\n").unwrap()..];
     let section = folded(&section[..section[3..].find("\n## ").map_or(section.len(), |end| end + 3)]);
     for case in ["Before oauth2-proxy", "A client that fetches from the Service", "the provider itself"] {
         assert!(section.contains(case), "docs/deploy.md's in-cluster section lacks the case {case:?}");
@@ -287,7 +287,14 @@ fn helm_values_give_proxy_and_gate_one_issuer_through_layered_files_and_set() {
     let dir = tempfile::tempdir().unwrap();
     let staging = dir.path().join("staging.yaml");
     std::fs::write(&staging, format!("oidcIssuerUrl: {STAGING}\n")).unwrap();
-    for values in ["deploy/helm/oauth2-proxy-values.yaml", "deploy/helm/oauth2-proxy-sidecar-values.yaml"] {
+    // The README's snippet too, as a values file of its own.
+    let readme = read("README.md");
+    let section = &readme[readme.find("## In Kubernetes: oauth2-proxy's Helm chart").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let snippet = dir.path().join("readme.yaml");
+    std::fs::write(&snippet, &section[start..start + section[start..].find("```").unwrap()]).unwrap();
+    let snippet = snippet.display().to_string();
+    for values in ["deploy/helm/oauth2-proxy-values.yaml", "deploy/helm/oauth2-proxy-sidecar-values.yaml", &snippet] {
         let base = repo_root().join(values);
         let alone = issuers_rendered(&helm_template(&["-f", base.to_str().unwrap()]));
         assert_eq!(alone, (PRODUCTION.into(), PRODUCTION.into()), "{values} alone");
