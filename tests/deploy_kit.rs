@@ -420,3 +420,18 @@ fn dry_run_gates_fails_naming_the_broken_container() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("no wait-for-idp container"), "{out}");
 }
+
+/// The README's commands reach the binary through cargo, not by a path under `target/`: with
+/// CARGO_TARGET_DIR (or build.target-dir) set, such a path does not exist, and `.ci/first-run`,
+/// which runs the first-run block as written, broke the same way.
+#[test]
+fn readme_commands_do_not_assume_the_target_directory() {
+    let readme = read("README.md");
+    for block in readme.split("```sh\n").skip(1) {
+        for line in block[..block.find("```").unwrap()].lines() {
+            let command = line.split(" #").next().unwrap();
+            let assumed = command.contains("target/release/") || command.contains("-linux-musl/release/");
+            assert!(!assumed, "a README command assumes cargo's target directory: {line}");
+        }
+    }
+}
