@@ -5,6 +5,10 @@
 //! check against a ready provider. The same commit and SOURCE_DATE_EPOCH push the same digest
 //! with buildah and with podman; the OCI labels name the commit and that time in RFC 3339. And the
 //! placeholder `YOUR_REGISTRY/…` is refused by the reference grammar itself, before any network.
+//! The second push comes from a storage that already holds a plain build's layers (labels
+//! `revision=unknown`, `created=1970-01-01`, the build's own times), and still pushes the same
+//! digest. Without `REGISTRY_TLS_VERIFY=false`, the push to the plain-HTTP registry fails loudly,
+//! saying what to set, with each engine (buildah 1.28 itself exits 0 having pushed nothing).
 //! These need root, buildah, podman, runc, qemu, docker-registry and both musl toolchains: the
 //! test command installs them.
 
@@ -149,8 +153,9 @@ impl Storage {
 
 /// `deploy/push-image ARGS` as a user's shell runs it: only the ordinary variables (so cargo's
 /// test environment does not change the build scripts' fingerprints and rebuild ring), plus the
-/// engine's settings and SOURCE_DATE_EPOCH. Returns the exit code, stdout and stderr.
-fn push_image(storage: &Storage, engine: &str, args: &[&str]) -> (i32, String, String) {
+/// engine's settings and SOURCE_DATE_EPOCH, and REGISTRY_TLS_VERIFY=false unless `verify_tls`.
+/// Returns the exit code, stdout and stderr.
+fn push_image(storage: &Storage, engine: &str, args: &[&str], verify_tls: bool) -> (i32, String, String) {
     let mut cmd = Command::new(repo_root().join("deploy/push-image"));
     cmd.args(args).current_dir(std::env::temp_dir()).env_clear();
     for (key, value) in std::env::vars_os() {
@@ -161,10 +166,12 @@ fn push_image(storage: &Storage, engine: &str, args: &[&str]) -> (i32, String, S
     }
     cmd.env("SOURCE_DATE_EPOCH", EPOCH)
         .env("CONTAINER_ENGINE", engine)
-        .env("REGISTRY_TLS_VERIFY", "false")
         .env("BUILDAH_ISOLATION", "chroot")
         .env("CONTAINERS_STORAGE_CONF", storage.conf("storage.conf"))
         .env("CONTAINERS_CONF", storage.conf("containers.conf"));
+    if !verify_tls {
+        cmd.env("REGISTRY_TLS_VERIFY", "false");
+    }
     let out = cmd.output().expect("run deploy/push-image");
     (
         out.status.code().unwrap_or(-1),
@@ -185,12 +192,11 @@ fn head_commit() -> String {
 
 /// Pushes with `engine` to `reference`; returns the digest, checked against the last line of
 /// stdout, the --digest-file and the registry's own answer for the tag.
-fn push(registry: &Registry, engine: &str, reference: &str) -> String {
-    let storage = Storage::new();
+fn push(registry: &Registry, storage: &Storage, engine: &str, reference: &str) -> String {
     let digest_file = storage.conf("digest");
     let started = Instant::now();
     let (code, stdout, stderr) =
-        push_image(&storage, engine, &["--digest-file", digest_file.to_str().unwrap(), reference]);
+        push_image(storage, engine, &["--digest-file", digest_file.to_str().unwrap(), reference], false);
     assert_eq!(code, 0, "deploy/push-image with {engine} failed:\n{stderr}");
     eprintln!("push-image with {engine}: {:.1} s", started.elapsed().as_secs_f64());
     let digest = std::fs::read_to_string(&digest_file).unwrap().trim().to_string();
@@ -245,12 +251,17 @@ fn run_pulled(puller: &Storage, image: &str, mounts: &[String], args: &[&str]) -
 fn registry_push_image_then_pull_and_run() {
     let registry = Registry::start();
     let reference = format!("127.0.0.1:{}/team/wait-for-idp:{}-test", registry.port, crate_version());
-    let digest = push(&registry, "buildah", &reference);
+    let digest = push(&registry, &Storage::new(), "buildah", &reference);
     // Reproducible: the same commit and SOURCE_DATE_EPOCH, another engine, another tag, the
-    // same manifest list to the byte.
+    // same manifest list to the byte; and from a storage holding a plain build's layers of the
+    // same Dockerfile and binary, which a cached LABEL step would have taken over.
     let again = format!("127.0.0.1:{}/team/wait-for-idp:again", registry.port);
-    assert_eq!(push(&registry, "podman", &again), digest, "podman pushed another image for the same inputs");
+    let used = Storage::new();
+    plain_build(&used);
+    assert_eq!(push(&registry, &used, "podman", &again), digest, "podman pushed another image for the same inputs");
 
+    // What is checked below is the push from the used storage: its labels are this build's.
+    let reference = again;
     let puller = Storage::new();
     let pull = |arch: &str| {
         let out = puller.podman().args(["pull", "--tls-verify=false", "--arch", arch, &reference]).output().unwrap();
@@ -293,6 +304,68 @@ fn registry_push_image_then_pull_and_run() {
     let r = run_pulled(&puller, &reference, &[mount], &["--issuer", &iss, "--ca-file", "/ca/ca.pem", "--once"]);
     assert_exit(&r, 0);
     assert!(r.stdout.contains(&format!("issuer                  {iss}")), "{}", r.stdout);
+}
+
+/// A plain `podman build` of the image for amd64, as a user's earlier try would be (no build
+/// arguments: labels `revision=unknown` and `created=1970-01-01`, the build's own times), into
+/// `storage`, leaving its layers there as cache.
+fn plain_build(storage: &Storage) {
+    let context = storage.conf("context");
+    std::fs::create_dir_all(context.join("dist/amd64")).unwrap();
+    let built = repo_root().join("target/x86_64-unknown-linux-musl/release/wait-for-idp");
+    std::fs::copy(&built, context.join("dist/amd64/wait-for-idp"))
+        .expect("the amd64 binary, built by push-image's test");
+    let dockerfile = repo_root().join("Dockerfile");
+    let out = storage
+        .podman()
+        .args([
+            "build",
+            "--layers",
+            "--platform",
+            "linux/amd64",
+            "--build-arg",
+            "BIN_STAGE=prebuilt",
+            "-t",
+            "localhost/plain",
+        ])
+        .arg("-f")
+        .arg(&dockerfile)
+        .arg(&context)
+        .env("BUILDAH_ISOLATION", "chroot")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the plain build: {}", String::from_utf8_lossy(&out.stderr));
+    let image = {
+        let out = storage.podman().args(["image", "inspect", "localhost/plain"]).output().unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()[0].clone()
+    };
+    assert_eq!(image["Labels"]["org.opencontainers.image.revision"], "unknown", "{}", image["Labels"]);
+}
+
+/// Without REGISTRY_TLS_VERIFY=false a push to a plain-HTTP registry cannot happen: push-image
+/// says so, names the variable and where to set it, prints no `REF@…`, writes no digest file, and
+/// the registry holds nothing. buildah 1.28 itself exits 0 with an empty digest file here; podman
+/// fails outright.
+#[test]
+#[ignore = "needs root, buildah, podman, runc, docker-registry and the musl binaries; the test command runs it"]
+fn registry_push_to_plain_http_without_registry_tls_verify_fails_loudly() {
+    let registry = Registry::start();
+    for engine in ["buildah", "podman"] {
+        let storage = Storage::new();
+        let reference = format!("127.0.0.1:{}/team/wait-for-idp:{engine}", registry.port);
+        let digest_file = storage.conf("digest");
+        let (code, stdout, stderr) =
+            push_image(&storage, engine, &["--digest-file", digest_file.to_str().unwrap(), &reference], true);
+        assert_eq!(code, 1, "{engine}: exit {code}\nstdout: {stdout}\nstderr: {stderr}");
+        assert!(stdout.is_empty(), "{engine}: printed as if pushed: {stdout}");
+        assert!(!digest_file.exists(), "{engine}: a digest file was written");
+        for phrase in ["push-image: FAILED", "REGISTRY_TLS_VERIFY=false deploy/push-image", "plain HTTP"] {
+            assert!(stderr.contains(phrase), "{engine}: {phrase:?} missing from:\n{stderr}");
+        }
+        let reply = registry
+            .get(&format!("/v2/team/wait-for-idp/manifests/{engine}"), "application/vnd.oci.image.index.v1+json");
+        assert_eq!(reply.map(|r| r.status), Some(404), "{engine}: the registry holds the tag after all");
+    }
 }
 
 /// Why `YOUR_REGISTRY/…` is the placeholder: the image reference grammar (containers/image's copy

@@ -12,6 +12,7 @@ mod support;
 mod completions;
 mod compose;
 mod configuration;
+mod deploy_kit;
 mod diagnostics;
 mod differential;
 mod discovery_chains;

@@ -34,18 +34,18 @@ Exit codes: 0 ready (or failed open), 1 not ready (--fail-closed, --once),
 
 pub(super) const AFTER_LONG_HELP: &str = "\
 Examples:
-  # In a pod before oauth2-proxy, configured by the proxy's own variables
-  # (envFrom): nothing to add
+  # Before oauth2-proxy, with its variables (envFrom): nothing to add, even
+  # in-cluster: the gate fetches the URL the client fetches
   wait-for-idp
 
   # From a shell: one check, a summary of the document, exit 1 if not ready
   wait-for-idp --issuer https://sso.example.com/realms/main --once
 
-  # A private CA, a deadline, and exit 1 rather than start without the provider
+  # A private CA, a deadline, and exit 1 rather than start without it
   wait-for-idp --issuer https://sso.example.com/realms/main \\
       --ca-file /etc/ssl/private-ca.pem --timeout 2m --fail-closed
 
-  # The public issuer, fetched from the in-cluster service
+  # A client fetching from the in-cluster service: that URL
   wait-for-idp --issuer https://sso.example.com/realms/main \\
       --discovery-url \\
       http://keycloak:8080/realms/main/.well-known/openid-configuration
@@ -56,8 +56,8 @@ Examples:
   # Without an init container: become the workload once the provider is ready
   wait-for-idp --issuer https://sso.example.com/realms/main -- /app/server
 
-  # In CI: a pod's arguments and environment checked, each setting shown with
-  # where it came from, without the network (exit 0 or 2)
+  # In CI: a pod's arguments and environment checked, each setting with its
+  # source, offline (exit 0 or 2)
   wait-for-idp --dry-run
 
 Exit codes:

@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo run --manifest-path examples/local-idp/Cargo.toml -- --ready-after 5s
-//! target/release/wait-for-idp --issuer https://localhost:8443 --ca-file target/local-idp/ca.pem
+//! cargo run --release -q -- --issuer https://localhost:8443 --ca-file target/local-idp/ca.pem
 //! ```
 //!
 //! It makes a throwaway CA, writes it to `target/local-idp/ca.pem`, prints the gate command to try,
@@ -109,7 +109,7 @@ fn main() {
     });
     println!(
         "local-idp: {issuer} refuses connections for {} more, then serves for {} (stop it sooner: kill {}). \
-         Try:\n\n  target/release/wait-for-idp --issuer {issuer} --ca-file {}\n",
+         Try:\n\n  cargo run --release -q -- --issuer {issuer} --ca-file {}\n",
         humantime::format_duration(o.ready_after),
         humantime::format_duration(o.serve_for),
         server.id(),
