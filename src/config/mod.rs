@@ -23,6 +23,7 @@ mod inputs;
 mod proxy_env;
 mod proxy_url;
 mod read;
+mod subject_hash;
 mod trust;
 
 pub(crate) use connect_to::{ConnectTo, ConnectToProblem};
@@ -31,6 +32,7 @@ pub(crate) use files::{CaFileProblem, certificate_digest};
 pub(crate) use header_files::{HeaderFile, HeaderNameProblem};
 pub(crate) use inputs::{Raw, Source};
 pub(crate) use proxy_env::{ProxyChoice, ProxyKind, ProxySettings, Route};
+pub(crate) use environment::process_names;
 pub(crate) use read::load;
 pub(crate) use trust::Trust;
 

@@ -24,7 +24,7 @@ use std::time::Duration;
 pub(crate) fn load(
     given: &Given,
     env: &dyn Fn(&str) -> Option<OsString>,
-    names: &[String],
+    names: &[&str],
 ) -> Result<Loaded, ConfigError> {
     let environment = Environment::new(env, names);
     let loaded = load_from(given, &|name: &str| environment.get(name), names);
@@ -35,7 +35,7 @@ pub(crate) fn load(
 }
 
 /// [`load`] with a lookup that answers a value that is not UTF-8 as unset, having noted it.
-fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[String]) -> Result<Loaded, ConfigError> {
+fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[&str]) -> Result<Loaded, ConfigError> {
     let inputs = Inputs::new(given, env);
     let mut notices = unknown_variables(names, !given.get(Id::DryRun).is_empty())?;
     let values = Values::read(&inputs, names, &mut notices)?;
@@ -100,7 +100,7 @@ fn read_then(given: &Given) -> Result<Option<ThenCommand>, ConfigError> {
 
 /// `WAIT_FOR_IDP_*` names no setting reads: an error under `--dry-run` (which exists to catch
 /// such mistakes), a warning otherwise (a typo must not keep a workload from starting).
-fn unknown_variables(names: &[String], dry_run: bool) -> Result<Vec<Notice>, ConfigError> {
+fn unknown_variables(names: &[&str], dry_run: bool) -> Result<Vec<Notice>, ConfigError> {
     let unknown = settings::unknown_variables(names);
     let mut notices = Vec::new();
     for (name, suggestion) in unknown {
@@ -144,7 +144,7 @@ struct Values {
 
 impl Values {
     /// Step 1: each value by precedence (flag, variable, fallback, default), parsed.
-    fn read(inputs: &Inputs<'_>, names: &[String], notices: &mut Vec<Notice>) -> Result<Values, ConfigError> {
+    fn read(inputs: &Inputs<'_>, names: &[&str], notices: &mut Vec<Notice>) -> Result<Values, ConfigError> {
         let resources = read_urls(inputs.list(Id::Resource), notices)?;
         let issuers = read_issuers(inputs, resources.is_empty(), names, notices)?;
         let discovery_url = inputs.single(Id::DiscoveryUrl);
@@ -316,7 +316,7 @@ fn read_mode(inputs: &Inputs<'_>, once: bool) -> Result<RunMode, ConfigError> {
 fn read_issuers(
     inputs: &Inputs<'_>,
     required: bool,
-    names: &[String],
+    names: &[&str],
     notices: &mut Vec<Notice>,
 ) -> Result<Vec<Raw>, ConfigError> {
     let issuers = inputs.list(Id::Issuer);

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Loaded, ConfigError> {
     let env: HashMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let given = Given::parse_from(std::iter::once("wait-for-idp").chain(args.iter().copied())).unwrap();
-    let names: Vec<String> = env.keys().cloned().collect();
+    let names: Vec<&str> = env.keys().map(String::as_str).collect();
     super::load(&given, &|k| env.get(k).map(std::ffi::OsString::from), &names)
 }
 
@@ -368,8 +368,8 @@ fn credentials_with_only_resources_are_said_to_go_nowhere() {
 fn a_variable_read_that_is_not_utf8_is_named() {
     use std::os::unix::ffi::OsStringExt as _;
     let given = Given::parse_from(["wait-for-idp", "--dry-run"]).unwrap();
-    let names = vec!["WAIT_FOR_IDP_ISSUER".to_string(), "UNREAD".to_string()];
-    let env = |k: &str| names.iter().any(|n| n == k).then(|| std::ffi::OsString::from_vec(b"https://\xff".to_vec()));
+    let names = vec!["WAIT_FOR_IDP_ISSUER", "UNREAD"];
+    let env = |k: &str| names.contains(&k).then(|| std::ffi::OsString::from_vec(b"https://\xff".to_vec()));
     let e = super::load(&given, &env, &names).unwrap_err();
     assert!(matches!(&e, ConfigError::NotUtf8 { name } if name == "WAIT_FOR_IDP_ISSUER"), "{e}");
     let given = Given::parse_from(["wait-for-idp", "--issuer", "https://h"]).unwrap();
