@@ -349,6 +349,59 @@ fn a_required_client_certificate_is_class_tls_over_tls_1_2_and_1_3() {
     }
 }
 
+/// OpenSSL's hash of a certificate's subject: the name its tools (`c_rehash`, Debian's
+/// `update-ca-certificates`) give the certificate's links in a hashed directory.
+fn openssl_hash(pem: &std::path::Path) -> String {
+    require_openssl();
+    let out = Command::new("openssl").args(["x509", "-hash", "-noout", "-in"]).arg(pem).output().unwrap();
+    assert!(out.status.success(), "openssl x509 -hash");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Go's store (`SSL_CERT_FILE` and `SSL_CERT_DIR` both set: no Mozilla roots) is read as far as a
+/// chain needs: first what its issuer's hash links name, and everything, as Go reads it, when
+/// that does not verify the chain. The verdict is always the whole store's: a CA only in a file
+/// without a link, or behind links to another CA of the same name, still passes, and a failure
+/// is said as the whole store says it. A FIFO in the directory shows whether it was read whole
+/// (it is skipped with a warning).
+#[test]
+fn go_store_verdicts_are_the_whole_stores_whatever_its_hash_links_name() {
+    let (right, other) = (TestCa::new(), TestCa::new());
+    let (_p, iss) = ready_provider(&right, "localhost", "");
+    let hash = openssl_hash(&right.pem_path);
+    let pems = [
+        ("right.pem", std::fs::read_to_string(&right.pem_path).unwrap()),
+        ("other.pem", std::fs::read_to_string(&other.pem_path).unwrap()),
+        ("old.pem", right.reissued_pem((2000, 1, 1), (2001, 1, 1))),
+    ];
+    // (files in the directory, hash links to them in order, exit code, read whole)
+    let cases: [(&[&str], &[&str], i32, bool); 5] = [
+        (&["right.pem"], &["right.pem"], 0, false),
+        (&["right.pem"], &[], 0, true),
+        (&["other.pem", "right.pem"], &["other.pem"], 0, true),
+        (&["other.pem"], &["other.pem"], 1, true),
+        (&["old.pem", "right.pem"], &["old.pem", "right.pem"], 0, false),
+    ];
+    for (files, links, code, whole) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, pem) in pems.iter().filter(|(name, _)| files.contains(name)) {
+            std::fs::write(dir.path().join(name), pem).unwrap();
+        }
+        for (n, target) in links.iter().enumerate() {
+            std::os::unix::fs::symlink(target, dir.path().join(format!("{hash}.{n}"))).unwrap();
+        }
+        let fifo = dir.path().join("fifo.pem");
+        assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+        let d = dir.path().display().to_string();
+        let r = once_with(&iss, &[("SSL_CERT_FILE", &other.ca_arg()), ("SSL_CERT_DIR", &d)]);
+        assert_exit(&r, code);
+        assert_eq!(r.log().contains("fifo.pem' cannot be read"), whole, "{files:?} {links:?}:\n{}", r.log());
+        if code == 1 {
+            assert_logged(&r, &["named as signed by a trusted CA, but that CA's key does not verify"]);
+        }
+    }
+}
+
 fn require_openssl() {
     let ok = Command::new("openssl").arg("version").output().map(|o| o.status.success()).unwrap_or(false);
     assert!(ok, "openssl is missing: run the test command (.ci/test), which installs it");

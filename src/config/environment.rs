@@ -27,10 +27,10 @@ pub(crate) fn process_names() -> Vec<&'static str> {
             while *start.add(len) != 0 && (len == 0 || *start.add(len) != b'=') {
                 len += 1;
             }
-            if *start.add(len) == b'=' {
-                if let Ok(name) = std::str::from_utf8(std::slice::from_raw_parts(start, len)) {
-                    names.push(name);
-                }
+            if *start.add(len) == b'='
+                && let Ok(name) = std::str::from_utf8(std::slice::from_raw_parts(start, len))
+            {
+                names.push(name);
             }
             entry = entry.add(1);
         }

@@ -27,14 +27,15 @@ mod subject_hash;
 mod trust;
 
 pub(crate) use connect_to::{ConnectTo, ConnectToProblem};
+pub(crate) use environment::process_names;
 pub(crate) use error::{ConfigError, Conflict};
-pub(crate) use files::{CaFileProblem, certificate_digest};
+pub(crate) use files::{Anchors, CaFileProblem, certificate_digest};
 pub(crate) use header_files::{HeaderFile, HeaderNameProblem};
 pub(crate) use inputs::{Raw, Source};
 pub(crate) use proxy_env::{ProxyChoice, ProxyKind, ProxySettings, Route};
-pub(crate) use environment::process_names;
 pub(crate) use read::load;
-pub(crate) use trust::Trust;
+pub(crate) use subject_hash::subject_hash;
+pub(crate) use trust::{GoStore, Trust};
 
 use crate::rules::authorization_server::Rules;
 use crate::settings::{Id, ThenCommand};

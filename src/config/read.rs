@@ -37,10 +37,11 @@ pub(crate) fn load(
 /// [`load`] with a lookup that answers a value that is not UTF-8 as unset, having noted it.
 fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[&str]) -> Result<Loaded, ConfigError> {
     let inputs = Inputs::new(given, env);
-    let mut notices = unknown_variables(names, !given.get(Id::DryRun).is_empty())?;
+    let dry_run = !given.get(Id::DryRun).is_empty();
+    let mut notices = unknown_variables(names, dry_run)?;
     let values = Values::read(&inputs, names, &mut notices)?;
     values.check_conflicts()?;
-    let trust = trust::load(&values.trust, &mut notices)?;
+    let trust = trust::load(&values.trust, &mut notices, dry_run)?;
     if let Some(raw) = &values.token_file {
         files::check_token_file(raw)?;
     }
