@@ -349,6 +349,33 @@ fn a_required_client_certificate_is_class_tls_over_tls_1_2_and_1_3() {
     }
 }
 
+/// Go checks a root's validity period as that of any certificate of the chain (webpki's anchors
+/// have none): a CA file whose CA has expired (or is not valid yet) trusts nothing, and the
+/// proxy's handshake fails, so the gate's must. The same CA re-issued is still trusted beside it.
+#[test]
+fn a_trusted_ca_outside_its_validity_period_is_no_anchor_as_in_go() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    let (expired, future) = (ca.path("expired.pem"), ca.path("future.pem"));
+    std::fs::write(&expired, ca.reissued_pem((2000, 1, 1), (2001, 1, 1))).unwrap();
+    std::fs::write(&future, ca.reissued_pem((2090, 1, 1), (2091, 1, 1))).unwrap();
+    let once = |files: &[&std::path::Path]| {
+        let mut cmd = gate();
+        cmd.args(["--issuer", &iss, "--once"]);
+        for file in files {
+            cmd.arg("--ca-file").arg(file);
+        }
+        run(cmd)
+    };
+    let r = once(&[&expired]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["certificate for localhost has expired", "not valid after 978307200"]);
+    let r = once(&[&future]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["certificate for localhost is not valid yet"]);
+    assert_exit(&once(&[&expired, &ca.pem_path]), 0);
+}
+
 /// OpenSSL's hash of a certificate's subject: the name its tools (`c_rehash`, Debian's
 /// `update-ca-certificates`) give the certificate's links in a hashed directory.
 fn openssl_hash(pem: &std::path::Path) -> String {
@@ -375,12 +402,13 @@ fn go_store_verdicts_are_the_whole_stores_whatever_its_hash_links_name() {
         ("old.pem", right.reissued_pem((2000, 1, 1), (2001, 1, 1))),
     ];
     // (files in the directory, hash links to them in order, exit code, read whole)
-    let cases: [(&[&str], &[&str], i32, bool); 5] = [
+    let cases: [(&[&str], &[&str], i32, bool); 6] = [
         (&["right.pem"], &["right.pem"], 0, false),
         (&["right.pem"], &[], 0, true),
         (&["other.pem", "right.pem"], &["other.pem"], 0, true),
         (&["other.pem"], &["other.pem"], 1, true),
         (&["old.pem", "right.pem"], &["old.pem", "right.pem"], 0, false),
+        (&["old.pem"], &["old.pem"], 1, true),
     ];
     for (files, links, code, whole) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -396,8 +424,10 @@ fn go_store_verdicts_are_the_whole_stores_whatever_its_hash_links_name() {
         let r = once_with(&iss, &[("SSL_CERT_FILE", &other.ca_arg()), ("SSL_CERT_DIR", &d)]);
         assert_exit(&r, code);
         assert_eq!(r.log().contains("fifo.pem' cannot be read"), whole, "{files:?} {links:?}:\n{}", r.log());
-        if code == 1 {
+        if files == ["other.pem"] {
             assert_logged(&r, &["named as signed by a trusted CA, but that CA's key does not verify"]);
+        } else if code == 1 {
+            assert_logged(&r, &["certificate for localhost has expired", "not valid after 978307200"]);
         }
     }
 }

@@ -15,6 +15,7 @@
 //! [`Network`] by the HTTP client), so that the process passes each group on as it is.
 
 mod connect_to;
+mod der;
 mod environment;
 mod error;
 mod files;

@@ -8,6 +8,8 @@
 //! Only a shortcut: a name this gets wrong (or one OpenSSL would not hash) finds no link, and the
 //! store is then read whole, as Go reads it.
 
+use super::der::tlv;
+
 /// The hash of a name given as its DER content (the RDNs, without the outer SEQUENCE's tag and
 /// length, as webpki gives a certificate's issuer), or `None` if it is not such DER.
 pub(crate) fn subject_hash(name: &[u8]) -> Option<u32> {
@@ -42,25 +44,6 @@ pub(crate) fn subject_hash(name: &[u8]) -> Option<u32> {
     }
     let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &canon);
     Some(u32::from_le_bytes(digest.as_ref().get(..4)?.try_into().ok()?))
-}
-
-/// One DER element: its tag, its content and what follows it (single-byte tags, lengths of up to
-/// three bytes: a name is far shorter).
-fn tlv(der: &[u8]) -> Option<(u8, &[u8], &[u8])> {
-    let (&tag, rest) = der.split_first()?;
-    let (&first, mut rest) = rest.split_first()?;
-    let len = if first < 0x80 {
-        usize::from(first)
-    } else {
-        let n = usize::from(first & 0x7f);
-        if !(1..=3).contains(&n) || rest.len() < n {
-            return None;
-        }
-        let len = rest[..n].iter().fold(0, |len, b| len << 8 | usize::from(*b));
-        rest = &rest[n..];
-        len
-    };
-    (tag & 0x1f != 0x1f && rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
 }
 
 fn put(out: &mut Vec<u8>, tag: u8, content: &[u8]) {

@@ -96,15 +96,18 @@ impl ServerCertVerifier for GateVerifier {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         let cert = ParsedCertificate::try_from(end_entity)?;
-        let verify = |(roots, pinned): &trusted::Anchors| match verify_server_cert_signed_by_trust_anchor(
-            &cert,
-            roots,
-            intermediates,
-            now,
-            self.algorithms.all,
-        ) {
-            Err(e) if is_ca_used_as_end_entity(&e) && pinned.contains(&certificate_digest(end_entity)) => Ok(()),
-            other => other,
+        let algorithms = self.algorithms.all;
+        let verify = |anchors: &trusted::Anchors| {
+            anchors.verify_at(now, |roots| {
+                match verify_server_cert_signed_by_trust_anchor(&cert, roots, intermediates, now, algorithms) {
+                    Err(e)
+                        if is_ca_used_as_end_entity(&e) && anchors.pinned.contains(&certificate_digest(end_entity)) =>
+                    {
+                        Ok(())
+                    }
+                    other => other,
+                }
+            })
         };
         self.trusted.decide(end_entity, intermediates, verify)?;
         verify_server_name(&cert, server_name).map(|()| ServerCertVerified::assertion())

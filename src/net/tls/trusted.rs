@@ -10,16 +10,62 @@
 //! of the same name, a CA only in `SSL_CERT_FILE` or in a file without a link) is decided on
 //! everything, read once as Go reads it: a failure is always the whole store's, said as it says
 //! it, and every later chain is decided on the whole store at once.
+//!
+//! Whatever the source, a trusted certificate outside its validity period is no anchor, as in
+//! Go, which checks a root's dates as those of any certificate of the chain (webpki's anchors
+//! have none): a chain only an expired CA issues fails, said as Go says it, an expiry.
 
 use crate::config::{GoStore, Trust, subject_hash};
-use rustls::RootCertStore;
-use rustls::pki_types::CertificateDer;
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::{CertificateError, RootCertStore};
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
-/// Anchors, and the digests of those that a server certificate may be byte for byte (all but
-/// Mozilla's).
-pub(super) type Anchors = (RootCertStore, HashSet<[u8; 32]>);
+/// Trust anchors with their validity periods.
+#[derive(Debug)]
+pub(super) struct Anchors {
+    roots: RootCertStore,
+    /// Each root's, in seconds since the epoch (Mozilla's: always).
+    validity: Vec<(u64, u64)>,
+    /// The digests of the certificates a server certificate may be byte for byte (all but
+    /// Mozilla's).
+    pub(super) pinned: HashSet<[u8; 32]>,
+}
+
+impl Anchors {
+    /// What `verify` says with the roots valid `now`. A chain that a root out of its dates would
+    /// verify, and none in them, is refused with that root's dates (Go's message names none).
+    pub(super) fn verify_at(
+        &self,
+        now: UnixTime,
+        verify: impl Fn(&RootCertStore) -> Result<(), rustls::Error>,
+    ) -> Result<(), rustls::Error> {
+        let t = now.as_secs();
+        let dated = |valid: bool| {
+            let roots = self.roots.roots.iter().zip(&self.validity);
+            roots.filter(move |(_, (from, to))| (*from..=*to).contains(&t) == valid)
+        };
+        if dated(false).next().is_none() {
+            return verify(&self.roots);
+        }
+        let valid: Vec<_> = dated(true).map(|(root, _)| root.clone()).collect();
+        let result = verify(&RootCertStore { roots: valid.clone() });
+        if result.is_ok() {
+            return result;
+        }
+        // The root out of its dates that would have verified it, if one would.
+        let out = dated(false).find(|(root, _)| {
+            verify(&RootCertStore { roots: [&valid[..], std::slice::from_ref(*root)].concat() }).is_ok()
+        });
+        let Some((_, &(not_before, not_after))) = out else { return result };
+        let at = |secs| UnixTime::since_unix_epoch(std::time::Duration::from_secs(secs));
+        Err(rustls::Error::InvalidCertificate(if t > not_after {
+            CertificateError::ExpiredContext { time: now, not_after: at(not_after) }
+        } else {
+            CertificateError::NotValidYetContext { time: now, not_before: at(not_before) }
+        }))
+    }
+}
 
 #[derive(Debug)]
 pub(super) struct Trusted {
@@ -34,13 +80,17 @@ pub(super) struct Trusted {
 impl Trusted {
     pub(super) fn new(trust: &Trust) -> Trusted {
         let mozilla = if trust.mozilla { webpki_roots::TLS_SERVER_ROOTS } else { &[] };
-        let roots = RootCertStore { roots: [mozilla, &trust.roots.anchors].concat() };
-        Trusted { base: (roots, trust.roots.digests.clone()), store: trust.store.clone(), whole: OnceLock::new() }
+        let base = Anchors {
+            roots: RootCertStore { roots: [mozilla, &trust.roots.anchors].concat() },
+            validity: [&vec![(0, u64::MAX); mozilla.len()][..], &trust.roots.validity].concat(),
+            pinned: trust.roots.digests.clone(),
+        };
+        Trusted { base, store: trust.store.clone(), whole: OnceLock::new() }
     }
 
     /// Nothing is trusted at all (and no store may add to it).
     pub(super) fn is_empty(&self) -> bool {
-        self.base.0.is_empty() && self.store.is_none()
+        self.base.roots.is_empty() && self.store.is_none()
     }
 
     /// What `verify` says with the anchors that decide this chain (the module's comment).
@@ -74,6 +124,9 @@ impl Trusted {
 }
 
 fn joined(base: &Anchors, more: crate::config::Anchors) -> Anchors {
-    let roots = RootCertStore { roots: [&base.0.roots[..], &more.anchors].concat() };
-    (roots, base.1.union(&more.digests).copied().collect())
+    Anchors {
+        roots: RootCertStore { roots: [&base.roots.roots[..], &more.anchors].concat() },
+        validity: [&base.validity[..], &more.validity].concat(),
+        pinned: base.pinned.union(&more.digests).copied().collect(),
+    }
 }
