@@ -75,11 +75,11 @@ impl TlsSettings {
     }
 }
 
-/// webpki's verification, plus one case it refuses: a server certificate that is byte-identical
-/// to a trusted certificate beyond Mozilla's (a CA file's, `SSL_CERT_*`'s) but marked `CA:TRUE`
-/// (what `openssl req -x509` makes), which webpki calls `CaUsedAsEndEntity`. webpki checks the
-/// validity period before the CA flag, so that error means the dates were fine (a test holds
-/// this); the name is checked here.
+/// webpki's verification, with the anchors `trusted` chooses for the chain and the time, plus one
+/// case it refuses: a server certificate that is byte-identical to a trusted certificate beyond
+/// Mozilla's (a CA file's, `SSL_CERT_*`'s) but marked `CA:TRUE` (what `openssl req -x509` makes),
+/// which webpki calls `CaUsedAsEndEntity`. webpki checks the validity period before the CA flag,
+/// so that error means the dates were fine (a test holds this); the name is checked after.
 #[derive(Debug)]
 struct GateVerifier {
     algorithms: WebPkiSupportedAlgorithms,
