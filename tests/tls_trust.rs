@@ -349,6 +349,37 @@ fn a_required_client_certificate_is_class_tls_over_tls_1_2_and_1_3() {
     }
 }
 
+/// Go reads nothing of an `SSL_CERT_DIR` directory it cannot list, so a CA hash-linked in one is
+/// not trusted, though a process that may pass through the directory can open the link. Run as
+/// `nobody` when the tests run as root (root lists any directory).
+#[test]
+fn a_hash_linked_ca_in_a_directory_that_cannot_be_listed_is_not_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let (right, other) = (TestCa::new(), TestCa::new());
+    let (_p, iss) = ready_provider(&right, "localhost", "");
+    let hash = openssl_hash(&right.pem_path);
+    let top = tempfile::tempdir().unwrap();
+    let (store, file) = (top.path().join("certs"), top.path().join("other.pem"));
+    std::fs::create_dir(&store).unwrap();
+    std::fs::copy(&right.pem_path, store.join("right.pem")).unwrap();
+    std::os::unix::fs::symlink("right.pem", store.join(format!("{hash}.0"))).unwrap();
+    std::fs::copy(&other.pem_path, &file).unwrap();
+    let mode = |path: &std::path::Path, mode| std::fs::set_permissions(path, PermissionsExt::from_mode(mode)).unwrap();
+    mode(top.path(), 0o755);
+    mode(&file, 0o644);
+    mode(&store.join("right.pem"), 0o644);
+    mode(&store, 0o311);
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--once"]).env("SSL_CERT_FILE", &file).env("SSL_CERT_DIR", &store);
+    if unsafe { libc::geteuid() } == 0 {
+        cmd.uid(65534).gid(65534);
+    }
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["cannot be read as a directory"]);
+}
+
 /// Go checks a root's validity period as that of any certificate of the chain (webpki's anchors
 /// have none): a CA file whose CA has expired (or is not valid yet) trusts nothing, and the
 /// proxy's handshake fails, so the gate's must. The same CA re-issued is still trusted beside it.

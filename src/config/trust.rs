@@ -120,10 +120,12 @@ impl GoStore {
     /// The certificates the directories file under these OpenSSL subject hashes (`<hash>.0`,
     /// `<hash>.1`, … until one is missing, as `c_rehash`, `openssl rehash` and Debian's
     /// `update-ca-certificates` name them). Each is a file Go reads too: the entry itself, or,
-    /// for a link to a name in the same directory, the file it names.
+    /// for a link to a name in the same directory, the file it names; but only in a directory
+    /// that can be listed, since Go reads nothing of one it cannot list (a directory one may
+    /// pass through but not read would otherwise give a file Go never sees).
     pub(crate) fn linked(&self, hashes: &[u32]) -> Anchors {
         let mut found = Anchors::default();
-        for dir in self.dirs() {
+        for dir in self.dirs().filter(|dir| std::fs::read_dir(dir).is_ok()) {
             for hash in hashes {
                 for n in 0..Self::LINKS {
                     let path = Path::new(dir).join(format!("{hash:08x}.{n}"));
