@@ -3,10 +3,13 @@ request, in the environments pods really have.
 
 A pod gets seven service-link variables for every Service in its namespace (`enableServiceLinks`
 is on by default), so 700 variables is a namespace with 100 Services and 5,000 one with about 700.
-Each environment is measured with Go's trust variables unset and set to Debian's store (what a
-Go client in the same pod reads). In each: `/bin/true` (exec alone copies the environment, so it
-is the floor), `--dry-run` (every setting read and checked, the trust files loaded, nothing sent),
-one `--once` check against a ready provider (Debian's nginx on loopback), and curl's one request.
+Each environment is measured with Go's trust variables unset, set to Debian's store (what a Go
+client in the same pod reads) with the provider's CA given by `--ca-file`, and set to a copy of
+that store into which the provider's CA was installed as `update-ca-certificates` installs one
+(appended to the bundle, a hash link in the directory), with no `--ca-file`. In each: `/bin/true`
+(exec alone copies the environment, so it is the floor), `--dry-run` (every setting read and
+checked, the trust files loaded, nothing sent), one `--once` check against a ready provider
+(Debian's nginx on loopback), and curl's one request (`--cacert` with the provider's CA).
 
 Runs are paired: each round runs every command in every environment once, in turn, so a
 machine that is busy for a moment slows all of them alike; each figure is the median over the
@@ -16,6 +19,7 @@ comes from GNU time, in a few runs of their own.
 
 import ctypes
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -45,16 +49,41 @@ def service_links(n):
     return env
 
 
-def environments():
-    """(label, variables, trust set, environment) for every environment measured."""
+# How Go's trust variables are set: not at all, to Debian's store (the provider's CA given by
+# --ca-file), or to a copy of it holding the provider's CA (installed_store's).
+TRUST_MODES = {"unset": "trust variables unset", "set": "trust variables set",
+               "store": "trust variables set, CA in the store"}
+
+
+def environments(store):
+    """(label, variables, trust mode, environment) for every environment measured; `store` is
+    the trust variables of the copy of Debian's store that holds the provider's CA."""
     out = []
     for n in SIZES:
-        for trust in (False, True):
+        for mode, words in TRUST_MODES.items():
             env = service_links(n)
-            if trust:
-                env.update(TRUST)
-            out.append((f"{n:,} variables, trust variables {'set' if trust else 'unset'}", n, trust, env))
+            env.update({"unset": {}, "set": TRUST, "store": store}[mode])
+            out.append((f"{n:,} variables, {words}", n, mode, env))
     return out
+
+
+def installed_store(ca, work):
+    """A copy of Debian's store into which `ca` is installed as update-ca-certificates installs a
+    local CA: appended to the bundle, and linked in the directory under its OpenSSL subject hash.
+    Its trust variables."""
+    certs = work / "certs"
+    shutil.copytree(TRUST["SSL_CERT_DIR"], certs, symlinks=True)
+    shutil.copy(ca, certs / "bench-ca.pem")
+    digest = subprocess.run(["openssl", "x509", "-hash", "-noout", "-in", ca], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    n = 0
+    while os.path.lexists(certs / f"{digest}.{n}"):
+        n += 1
+    os.symlink("bench-ca.pem", certs / f"{digest}.{n}")
+    bundle = certs / "ca-certificates.crt"
+    bundle.unlink()
+    bundle.write_text(Path(TRUST["SSL_CERT_FILE"]).read_text() + Path(ca).read_text())
+    return {"SSL_CERT_FILE": str(bundle), "SSL_CERT_DIR": str(certs)}
 
 
 class Spawner:
@@ -114,15 +143,21 @@ def measure(args, certs, rows):
     url = f"{server.issuer}/.well-known/openid-configuration"
     true = "/bin/true"
     curl = subprocess.run(["sh", "-c", "command -v curl"], capture_output=True, text=True).stdout.strip()
-    commands = {
-        "true": [true],
-        "dry-run": [args.bin, "--dry-run", "--issuer", server.issuer, "--ca-file", ca],
-        "once": [args.bin, "--once", "--issuer", server.issuer, "--ca-file", ca],
-        "curl": [curl, "-fsS", "-o", "/dev/null", "--cacert", ca, url],
-    }
-    envs = environments()
+    # The gate's commands with --ca-file, and without it where the CA is in the store.
+    def commands_for(mode):
+        given = [] if mode == "store" else ["--ca-file", ca]
+        return {
+            "true": [true],
+            "dry-run": [args.bin, "--dry-run", "--issuer", server.issuer, *given],
+            "once": [args.bin, "--once", "--issuer", server.issuer, *given],
+            "curl": [curl, "-fsS", "-o", "/dev/null", "--cacert", ca, url],
+        }
+
+    commands = commands_for("set")
+    envs = environments(installed_store(ca, work))
     spawner = Spawner()
-    prepared = {(label, name): spawner.prepare(argv, env) for label, _, _, env in envs for name, argv in commands.items()}
+    prepared = {(label, name): spawner.prepare(argv, env) for label, _, mode, env in envs
+                for name, argv in commands_for(mode).items()}
     for label, *_ in envs:
         for name in commands:
             _, _, code = spawner.timed(prepared[label, name])
@@ -144,10 +179,10 @@ def measure(args, certs, rows):
                 cpu[label][name].append(c)
     load_after = os.getloadavg()
     rss = {}
-    for label, _, _, env in envs:
+    for label, _, mode, env in envs:
         progress(f"startup: peak RSS, {label}")
         for name in ("dry-run", "once", "curl"):
-            rss[label, name] = statistics.median(peak_rss(commands[name], env) for _ in range(5))
+            rss[label, name] = statistics.median(peak_rss(commands_for(mode)[name], env) for _ in range(5))
     server.stop()
 
     ms = lambda seconds: seconds * 1000

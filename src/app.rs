@@ -56,7 +56,7 @@ fn run() -> ExitCode {
         }
     };
     let env = |name: &str| std::env::var_os(name);
-    let names: Vec<String> = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).collect();
+    let names = config::process_names();
     let Loaded { config, mode, notices } = match config::load(&given, &env, &names) {
         Ok(loaded) => loaded,
         Err(e) => return report::usage_error(&e),

@@ -349,6 +349,120 @@ fn a_required_client_certificate_is_class_tls_over_tls_1_2_and_1_3() {
     }
 }
 
+/// Go reads nothing of an `SSL_CERT_DIR` directory it cannot list, so a CA hash-linked in one is
+/// not trusted, though a process that may pass through the directory can open the link. Run as
+/// `nobody` when the tests run as root (root lists any directory).
+#[test]
+fn a_hash_linked_ca_in_a_directory_that_cannot_be_listed_is_not_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let (right, other) = (TestCa::new(), TestCa::new());
+    let (_p, iss) = ready_provider(&right, "localhost", "");
+    let hash = openssl_hash(&right.pem_path);
+    let top = tempfile::tempdir().unwrap();
+    let (store, file) = (top.path().join("certs"), top.path().join("other.pem"));
+    std::fs::create_dir(&store).unwrap();
+    std::fs::copy(&right.pem_path, store.join("right.pem")).unwrap();
+    std::os::unix::fs::symlink("right.pem", store.join(format!("{hash}.0"))).unwrap();
+    std::fs::copy(&other.pem_path, &file).unwrap();
+    let mode = |path: &std::path::Path, mode| std::fs::set_permissions(path, PermissionsExt::from_mode(mode)).unwrap();
+    mode(top.path(), 0o755);
+    mode(&file, 0o644);
+    mode(&store.join("right.pem"), 0o644);
+    mode(&store, 0o311);
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--once"]).env("SSL_CERT_FILE", &file).env("SSL_CERT_DIR", &store);
+    if unsafe { libc::geteuid() } == 0 {
+        cmd.uid(65534).gid(65534);
+    }
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["cannot be read as a directory"]);
+}
+
+/// Go checks a root's validity period as that of any certificate of the chain (webpki's anchors
+/// have none): a CA file whose CA has expired (or is not valid yet) trusts nothing, and the
+/// proxy's handshake fails, so the gate's must. The same CA re-issued is still trusted beside it.
+#[test]
+fn a_trusted_ca_outside_its_validity_period_is_no_anchor_as_in_go() {
+    let ca = TestCa::new();
+    let (_p, iss) = ready_provider(&ca, "localhost", "");
+    let (expired, future) = (ca.path("expired.pem"), ca.path("future.pem"));
+    std::fs::write(&expired, ca.reissued_pem((2000, 1, 1), (2001, 1, 1))).unwrap();
+    std::fs::write(&future, ca.reissued_pem((2090, 1, 1), (2091, 1, 1))).unwrap();
+    let once = |files: &[&std::path::Path]| {
+        let mut cmd = gate();
+        cmd.args(["--issuer", &iss, "--once"]);
+        for file in files {
+            cmd.arg("--ca-file").arg(file);
+        }
+        run(cmd)
+    };
+    let r = once(&[&expired]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["certificate for localhost has expired", "not valid after 978307200"]);
+    let r = once(&[&future]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["certificate for localhost is not valid yet"]);
+    assert_exit(&once(&[&expired, &ca.pem_path]), 0);
+}
+
+/// OpenSSL's hash of a certificate's subject: the name its tools (`c_rehash`, Debian's
+/// `update-ca-certificates`) give the certificate's links in a hashed directory.
+fn openssl_hash(pem: &std::path::Path) -> String {
+    require_openssl();
+    let out = Command::new("openssl").args(["x509", "-hash", "-noout", "-in"]).arg(pem).output().unwrap();
+    assert!(out.status.success(), "openssl x509 -hash");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Go's store (`SSL_CERT_FILE` and `SSL_CERT_DIR` both set: no Mozilla roots) is read as far as a
+/// chain needs: first what its issuer's hash links name, and everything, as Go reads it, when
+/// that does not verify the chain. The verdict is always the whole store's: a CA only in a file
+/// without a link, or behind links to another CA of the same name, still passes, and a failure
+/// is said as the whole store says it. A FIFO in the directory shows whether it was read whole
+/// (it is skipped with a warning).
+#[test]
+fn go_store_verdicts_are_the_whole_stores_whatever_its_hash_links_name() {
+    let (right, other) = (TestCa::new(), TestCa::new());
+    let (_p, iss) = ready_provider(&right, "localhost", "");
+    let hash = openssl_hash(&right.pem_path);
+    let pems = [
+        ("right.pem", std::fs::read_to_string(&right.pem_path).unwrap()),
+        ("other.pem", std::fs::read_to_string(&other.pem_path).unwrap()),
+        ("old.pem", right.reissued_pem((2000, 1, 1), (2001, 1, 1))),
+    ];
+    // (files in the directory, hash links to them in order, exit code, read whole)
+    let cases: [(&[&str], &[&str], i32, bool); 6] = [
+        (&["right.pem"], &["right.pem"], 0, false),
+        (&["right.pem"], &[], 0, true),
+        (&["other.pem", "right.pem"], &["other.pem"], 0, true),
+        (&["other.pem"], &["other.pem"], 1, true),
+        (&["old.pem", "right.pem"], &["old.pem", "right.pem"], 0, false),
+        (&["old.pem"], &["old.pem"], 1, true),
+    ];
+    for (files, links, code, whole) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, pem) in pems.iter().filter(|(name, _)| files.contains(name)) {
+            std::fs::write(dir.path().join(name), pem).unwrap();
+        }
+        for (n, target) in links.iter().enumerate() {
+            std::os::unix::fs::symlink(target, dir.path().join(format!("{hash}.{n}"))).unwrap();
+        }
+        let fifo = dir.path().join("fifo.pem");
+        assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+        let d = dir.path().display().to_string();
+        let r = once_with(&iss, &[("SSL_CERT_FILE", &other.ca_arg()), ("SSL_CERT_DIR", &d)]);
+        assert_exit(&r, code);
+        assert_eq!(r.log().contains("fifo.pem' cannot be read"), whole, "{files:?} {links:?}:\n{}", r.log());
+        if files == ["other.pem"] {
+            assert_logged(&r, &["named as signed by a trusted CA, but that CA's key does not verify"]);
+        } else if code == 1 {
+            assert_logged(&r, &["certificate for localhost has expired", "not valid after 978307200"]);
+        }
+    }
+}
+
 fn require_openssl() {
     let ok = Command::new("openssl").arg("version").output().map(|o| o.status.success()).unwrap_or(false);
     assert!(ok, "openssl is missing: run the test command (.ci/test), which installs it");

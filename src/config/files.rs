@@ -46,6 +46,9 @@ impl fmt::Display for CaFileProblem {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Anchors {
     pub(crate) anchors: Vec<TrustAnchor<'static>>,
+    /// Each anchor's certificate's validity period, in seconds since the epoch: Go takes no root
+    /// outside it (webpki's anchors have no dates). Always, where it cannot be read.
+    pub(crate) validity: Vec<(u64, u64)>,
     /// SHA-256 of each certificate, for the duplicates and for a server certificate that is
     /// byte for byte a trusted one.
     pub(crate) digests: HashSet<[u8; 32]>,
@@ -61,6 +64,7 @@ impl Anchors {
         let digest = certificate_digest(cert);
         if !self.digests.contains(&digest) {
             self.anchors.push(webpki::anchor_from_trusted_cert(cert)?.to_owned());
+            self.validity.push(super::der::validity(cert).unwrap_or((0, u64::MAX)));
             self.digests.insert(digest);
         }
         Ok(digest)

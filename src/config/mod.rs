@@ -15,6 +15,7 @@
 //! [`Network`] by the HTTP client), so that the process passes each group on as it is.
 
 mod connect_to;
+mod der;
 mod environment;
 mod error;
 mod files;
@@ -23,16 +24,19 @@ mod inputs;
 mod proxy_env;
 mod proxy_url;
 mod read;
+mod subject_hash;
 mod trust;
 
 pub(crate) use connect_to::{ConnectTo, ConnectToProblem};
+pub(crate) use environment::process_names;
 pub(crate) use error::{ConfigError, Conflict};
-pub(crate) use files::{CaFileProblem, certificate_digest};
+pub(crate) use files::{Anchors, CaFileProblem, certificate_digest};
 pub(crate) use header_files::{HeaderFile, HeaderNameProblem};
 pub(crate) use inputs::{Raw, Source};
 pub(crate) use proxy_env::{ProxyChoice, ProxyKind, ProxySettings, Route};
 pub(crate) use read::load;
-pub(crate) use trust::Trust;
+pub(crate) use subject_hash::subject_hash;
+pub(crate) use trust::{GoStore, Trust};
 
 use crate::rules::authorization_server::{self, Rules};
 use crate::rules::protected_resource;

@@ -24,7 +24,7 @@ use std::time::Duration;
 pub(crate) fn load(
     given: &Given,
     env: &dyn Fn(&str) -> Option<OsString>,
-    names: &[String],
+    names: &[&str],
 ) -> Result<Loaded, ConfigError> {
     let environment = Environment::new(env, names);
     let loaded = load_from(given, &|name: &str| environment.get(name), names);
@@ -35,12 +35,13 @@ pub(crate) fn load(
 }
 
 /// [`load`] with a lookup that answers a value that is not UTF-8 as unset, having noted it.
-fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[String]) -> Result<Loaded, ConfigError> {
+fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[&str]) -> Result<Loaded, ConfigError> {
     let inputs = Inputs::new(given, env);
-    let mut notices = unknown_variables(names, !given.get(Id::DryRun).is_empty())?;
+    let dry_run = !given.get(Id::DryRun).is_empty();
+    let mut notices = unknown_variables(names, dry_run)?;
     let values = Values::read(&inputs, names, &mut notices)?;
     values.check_conflicts()?;
-    let trust = trust::load(&values.trust, &mut notices)?;
+    let trust = trust::load(&values.trust, &mut notices, dry_run)?;
     if let Some(raw) = &values.token_file {
         files::check_token_file(raw)?;
     }
@@ -108,7 +109,7 @@ fn read_then(given: &Given) -> Result<Option<ThenCommand>, ConfigError> {
 
 /// `WAIT_FOR_IDP_*` names no setting reads: an error under `--dry-run` (which exists to catch
 /// such mistakes), a warning otherwise (a typo must not keep a workload from starting).
-fn unknown_variables(names: &[String], dry_run: bool) -> Result<Vec<Notice>, ConfigError> {
+fn unknown_variables(names: &[&str], dry_run: bool) -> Result<Vec<Notice>, ConfigError> {
     let unknown = settings::unknown_variables(names);
     let mut notices = Vec::new();
     for (name, suggestion) in unknown {
@@ -152,7 +153,7 @@ struct Values {
 
 impl Values {
     /// Step 1: each value by precedence (flag, variable, fallback, default), parsed.
-    fn read(inputs: &Inputs<'_>, names: &[String], notices: &mut Vec<Notice>) -> Result<Values, ConfigError> {
+    fn read(inputs: &Inputs<'_>, names: &[&str], notices: &mut Vec<Notice>) -> Result<Values, ConfigError> {
         let resources = read_urls(inputs.list(Id::Resource), notices)?;
         let issuers = read_issuers(inputs, resources.is_empty(), names, notices)?;
         let discovery_url = inputs.single(Id::DiscoveryUrl);
@@ -327,7 +328,7 @@ fn read_mode(inputs: &Inputs<'_>, once: bool) -> Result<RunMode, ConfigError> {
 fn read_issuers(
     inputs: &Inputs<'_>,
     required: bool,
-    names: &[String],
+    names: &[&str],
     notices: &mut Vec<Notice>,
 ) -> Result<Vec<Raw>, ConfigError> {
     let issuers = inputs.list(Id::Issuer);

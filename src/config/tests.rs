@@ -6,7 +6,7 @@ use std::collections::HashMap;
 fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Loaded, ConfigError> {
     let env: HashMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let given = Given::parse_from(std::iter::once("wait-for-idp").chain(args.iter().copied())).unwrap();
-    let names: Vec<String> = env.keys().cloned().collect();
+    let names: Vec<&str> = env.keys().map(String::as_str).collect();
     super::load(&given, &|k| env.get(k).map(std::ffi::OsString::from), &names)
 }
 
@@ -203,9 +203,16 @@ fn go_trust_variables_add_to_the_trusted_certificates() {
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::os::unix::fs::symlink("ca.pem", dir.path().join("5ad8a5d6.0")).unwrap();
     let d = dir.path().display().to_string();
-    let loaded =
-        load(&["--issuer", "https://h"], &[("SSL_CERT_FILE", &pem), ("SSL_CERT_DIR", &format!(":{d}"))]).unwrap();
+    let env = [("SSL_CERT_FILE", pem.as_str()), ("SSL_CERT_DIR", &format!(":{d}"))];
+    // Read when a chain needs them; whole at once under --dry-run, which says what they hold.
+    let lazy = load(&["--issuer", "https://h"], &env).unwrap().config.network.trust;
+    assert!(lazy.roots.anchors.is_empty() && lazy.sources.is_empty() && !lazy.mozilla);
+    let mut roots = Anchors::default();
+    let (sources, warnings) = lazy.store.expect("the store, to be read when needed").read(&mut roots);
+    let loaded = load(&["--issuer", "https://h", "--dry-run"], &env).unwrap();
     let trust = &loaded.config.network.trust;
+    assert!(trust.store.is_none());
+    assert_eq!((sources, roots.anchors, warnings), (trust.sources.clone(), trust.roots.anchors.clone(), Vec::new()));
     assert!(!trust.mozilla, "both set: Go reads no system bundle or directory, so Mozilla's roots do not stand in");
     assert_eq!(trust.roots.anchors.len(), 1, "each certificate once, and the hash link is not read");
     assert_eq!(trust.sources, [(Source::Env("SSL_CERT_FILE"), pem.clone(), 1), (Source::Env("SSL_CERT_DIR"), d, 1)]);
@@ -221,13 +228,16 @@ fn go_trust_variables_that_are_wrong_are_warnings_not_errors() {
     let prose = dir.path().join("README");
     std::fs::write(&prose, "no certificate here").unwrap();
     let dirs = format!("{pem}:/nonexistent/certs");
-    let w = warnings(&["--issuer", "https://h"], &[("SSL_CERT_FILE", "/nonexistent/ca.pem"), ("SSL_CERT_DIR", &dirs)]);
+    let w = warnings(
+        &["--issuer", "https://h", "--dry-run"],
+        &[("SSL_CERT_FILE", "/nonexistent/ca.pem"), ("SSL_CERT_DIR", &dirs)],
+    );
     assert_eq!(w.len(), 3, "{w:?}");
     assert!(w[0].starts_with("SSL_CERT_FILE: '/nonexistent/ca.pem' cannot be read ("), "{}", w[0]);
     assert!(w[1].starts_with(&format!("SSL_CERT_DIR: '{pem}' cannot be read as a directory (")), "{}", w[1]);
     assert!(w[2].starts_with("SSL_CERT_DIR: '/nonexistent/certs' cannot be read as a directory"), "{}", w[2]);
     assert!(w.iter().all(|w| w.ends_with("; carrying on without it, as Go does")), "{w:?}");
-    let w = warnings(&["--issuer", "https://h"], &[("SSL_CERT_FILE", prose.to_str().unwrap())]);
+    let w = warnings(&["--issuer", "https://h", "--dry-run"], &[("SSL_CERT_FILE", prose.to_str().unwrap())]);
     assert_eq!(
         w,
         [format!("SSL_CERT_FILE: '{}' holds no PEM certificate; carrying on without it, as Go does", prose.display())]
@@ -238,12 +248,15 @@ fn go_trust_variables_that_are_wrong_are_warnings_not_errors() {
 fn oauth2_proxy_ca_files_replace_the_system_pool_unless_told_otherwise() {
     let (_dir, pem) = pem_dir();
     let (files, missing) = (("OAUTH2_PROXY_PROVIDER_CA_FILES", pem.as_str()), ("SSL_CERT_FILE", "/nonexistent.pem"));
-    let only = load(&["--issuer", "https://h"], &[files, missing]).unwrap();
+    let only = load(&["--issuer", "https://h", "--dry-run"], &[files, missing]).unwrap();
     assert!(!only.config.network.trust.mozilla, "no Mozilla roots: the proxy would reject what they sign");
     assert_eq!(only.config.network.trust.sources, [(Source::Env(files.0), pem.clone(), 1)]);
     assert!(!only.notices.iter().any(|n| matches!(n, Notice::Warning(_))), "SSL_CERT_FILE is not read at all");
     assert!(notes(&only)[0].starts_with("trusting only the CA files in OAUTH2_PROXY_PROVIDER_CA_FILES"));
-    let system = load(&["--issuer", "https://h"], &[files, missing, ("OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE", "true")]);
+    let system = load(
+        &["--issuer", "https://h", "--dry-run"],
+        &[files, missing, ("OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE", "true")],
+    );
     let system = system.unwrap();
     assert!(system.config.network.trust.mozilla && notes(&system).is_empty());
     assert!(matches!(&system.notices[0], Notice::Warning(w) if w.starts_with("SSL_CERT_FILE: '/nonexistent.pem'")));
@@ -368,8 +381,8 @@ fn credentials_with_only_resources_are_said_to_go_nowhere() {
 fn a_variable_read_that_is_not_utf8_is_named() {
     use std::os::unix::ffi::OsStringExt as _;
     let given = Given::parse_from(["wait-for-idp", "--dry-run"]).unwrap();
-    let names = vec!["WAIT_FOR_IDP_ISSUER".to_string(), "UNREAD".to_string()];
-    let env = |k: &str| names.iter().any(|n| n == k).then(|| std::ffi::OsString::from_vec(b"https://\xff".to_vec()));
+    let names = vec!["WAIT_FOR_IDP_ISSUER", "UNREAD"];
+    let env = |k: &str| names.contains(&k).then(|| std::ffi::OsString::from_vec(b"https://\xff".to_vec()));
     let e = super::load(&given, &env, &names).unwrap_err();
     assert!(matches!(&e, ConfigError::NotUtf8 { name } if name == "WAIT_FOR_IDP_ISSUER"), "{e}");
     let given = Given::parse_from(["wait-for-idp", "--issuer", "https://h"]).unwrap();

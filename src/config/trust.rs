@@ -18,6 +18,7 @@ use crate::settings::Id;
 use files::Anchors;
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Go's one PEM bundle, in place of the system's.
 const CERT_FILE: &str = "SSL_CERT_FILE";
@@ -31,11 +32,13 @@ const SKIP_VERIFY: &str = "OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY";
 pub(crate) struct Trust {
     /// Mozilla's roots.
     pub(crate) mozilla: bool,
-    /// Every other trusted certificate, each once: the CA files', then `SSL_CERT_FILE`'s and
-    /// `SSL_CERT_DIR`'s.
+    /// Every other trusted certificate, each once: the CA files', then (if read now)
+    /// `SSL_CERT_FILE`'s and `SSL_CERT_DIR`'s.
     pub(crate) roots: Anchors,
     /// Where `roots` came from, in order: the flag or variable, the path, how many certificates.
     pub(crate) sources: Vec<(Source, String, usize)>,
+    /// Go's `SSL_CERT_FILE` and `SSL_CERT_DIR`, when set and not read yet.
+    pub(crate) store: Option<Arc<GoStore>>,
 }
 
 /// The trust settings as read, before any file is.
@@ -80,8 +83,9 @@ pub(super) fn read(
 /// carries on with its other sources), but what is wrong with them is said. Mozilla's roots stand
 /// for the system's files and directories, unless `SSL_CERT_FILE` and `SSL_CERT_DIR` replace both
 /// (with one set, they stand for the part it does not replace: Go reads the system's default
-/// bundle, or its default directories, beside it).
-pub(super) fn load(inputs: &TrustInputs, notices: &mut Vec<Notice>) -> Result<Trust, ConfigError> {
+/// bundle, or its default directories, beside it). What the two name is read now only if
+/// `read_store` (`--dry-run`, which says what they hold); otherwise when a chain needs it.
+pub(super) fn load(inputs: &TrustInputs, notices: &mut Vec<Notice>, read_store: bool) -> Result<Trust, ConfigError> {
     let mut trust = Trust::default();
     for raw in &inputs.ca_files {
         let n = files::load_ca_file(raw, &mut trust.roots)?;
@@ -89,31 +93,87 @@ pub(super) fn load(inputs: &TrustInputs, notices: &mut Vec<Notice>) -> Result<Tr
     }
     let Some((file, dirs)) = &inputs.system else { return Ok(trust) };
     trust.mozilla = file.is_none() || dirs.is_none();
-    let mut skipped = |raw: &Raw, path: &str, why: String| {
-        notices.push(Notice::Warning(format!("{}: '{path}' {why}; carrying on without it, as Go does", raw.source)));
-    };
-    if let Some(raw) = file {
-        let mut found = HashSet::new();
-        match files::lenient_anchors(Path::new(&raw.value), &mut trust.roots, &mut found) {
-            Ok(()) if found.is_empty() => skipped(raw, &raw.value, "holds no PEM certificate".into()),
-            Ok(()) => trust.sources.push((raw.source, raw.value.clone(), found.len())),
-            Err(e) => skipped(raw, &raw.value, format!("cannot be read ({e})")),
-        }
-    }
-    if let Some(raw) = dirs {
-        for dir in raw.value.split(':').filter(|d| !d.is_empty()) {
-            match files::directory_anchors(Path::new(dir), &mut trust.roots) {
-                Ok((n, unread)) => {
-                    for (path, e) in unread {
-                        skipped(raw, &path.display().to_string(), format!("cannot be read ({e})"));
-                    }
-                    trust.sources.push((raw.source, dir.to_string(), n));
-                }
-                Err(e) => skipped(raw, dir, format!("cannot be read as a directory ({e})")),
-            }
-        }
+    let store = GoStore { file: file.clone(), dirs: dirs.clone() };
+    if read_store {
+        let (sources, warnings) = store.read(&mut trust.roots);
+        trust.sources.extend(sources);
+        notices.extend(warnings.into_iter().map(Notice::Warning));
+    } else if file.is_some() || dirs.is_some() {
+        trust.store = Some(Arc::new(store));
     }
     Ok(trust)
+}
+
+/// Go's `SSL_CERT_FILE` and `SSL_CERT_DIR`, to be read when a chain needs them (`net::tls`): a
+/// system store is hundreds of files, and reading them all on every start was most of a check's
+/// CPU time.
+#[derive(Debug)]
+pub(crate) struct GoStore {
+    file: Option<Raw>,
+    dirs: Option<Raw>,
+}
+
+impl GoStore {
+    /// The most CAs of one name looked up in a directory (`<hash>.0` to `<hash>.31`).
+    const LINKS: usize = 32;
+
+    /// The certificates the directories file under these OpenSSL subject hashes (`<hash>.0`,
+    /// `<hash>.1`, … until one is missing, as `c_rehash`, `openssl rehash` and Debian's
+    /// `update-ca-certificates` name them). Each is a file Go reads too: the entry itself, or,
+    /// for a link to a name in the same directory, the file it names; but only in a directory
+    /// that can be listed, since Go reads nothing of one it cannot list (a directory one may
+    /// pass through but not read would otherwise give a file Go never sees).
+    pub(crate) fn linked(&self, hashes: &[u32]) -> Anchors {
+        let mut found = Anchors::default();
+        for dir in self.dirs().filter(|dir| std::fs::read_dir(dir).is_ok()) {
+            for hash in hashes {
+                for n in 0..Self::LINKS {
+                    let path = Path::new(dir).join(format!("{hash:08x}.{n}"));
+                    let read = files::lenient_anchors(&path, &mut found, &mut HashSet::new());
+                    if read.is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+                        break;
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// Everything, as Go reads it, into `into`: what each source held (the flag or variable, the
+    /// path, how many certificates), and what could not be read, said.
+    pub(crate) fn read(&self, into: &mut Anchors) -> (Vec<(Source, String, usize)>, Vec<String>) {
+        let (mut sources, mut warnings) = (Vec::new(), Vec::new());
+        let mut skipped = |raw: &Raw, path: &str, why: String| {
+            warnings.push(format!("{}: '{path}' {why}; carrying on without it, as Go does", raw.source));
+        };
+        if let Some(raw) = &self.file {
+            let mut found = HashSet::new();
+            match files::lenient_anchors(Path::new(&raw.value), into, &mut found) {
+                Ok(()) if found.is_empty() => skipped(raw, &raw.value, "holds no PEM certificate".into()),
+                Ok(()) => sources.push((raw.source, raw.value.clone(), found.len())),
+                Err(e) => skipped(raw, &raw.value, format!("cannot be read ({e})")),
+            }
+        }
+        if let Some(raw) = &self.dirs {
+            for dir in self.dirs() {
+                match files::directory_anchors(Path::new(dir), into) {
+                    Ok((n, unread)) => {
+                        for (path, e) in unread {
+                            skipped(raw, &path.display().to_string(), format!("cannot be read ({e})"));
+                        }
+                        sources.push((raw.source, dir.to_string(), n));
+                    }
+                    Err(e) => skipped(raw, dir, format!("cannot be read as a directory ({e})")),
+                }
+            }
+        }
+        (sources, warnings)
+    }
+
+    /// `SSL_CERT_DIR`'s directories, colon-separated, empty ones left out.
+    fn dirs(&self) -> impl Iterator<Item = &str> {
+        self.dirs.iter().flat_map(|raw| raw.value.split(':')).filter(|d| !d.is_empty())
+    }
 }
 
 #[cfg(test)]
@@ -132,7 +192,7 @@ mod tests {
     fn system(file: Option<&str>, dirs: Option<&str>) -> Trust {
         let raw = |name, value: &str| Raw { value: value.to_string(), source: Source::Env(name) };
         let system = Some((file.map(|f| raw(CERT_FILE, f)), dirs.map(|d| raw(CERT_DIR, d))));
-        load(&TrustInputs { ca_files: Vec::new(), system, skip_verify: false }, &mut Vec::new()).unwrap()
+        load(&TrustInputs { ca_files: Vec::new(), system, skip_verify: false }, &mut Vec::new(), true).unwrap()
     }
 
     /// Go's pool on Linux: `SSL_CERT_FILE` replaces the system's bundle files, `SSL_CERT_DIR` its
@@ -174,5 +234,27 @@ mod tests {
         assert_eq!(trust.roots.anchors.len(), 1);
         assert_eq!(trust.roots.digests.len(), 1);
         assert_eq!(trust.sources[0].2, 1);
+    }
+
+    /// A directory's links for a subject hash, as OpenSSL's tools make them: `.0`, `.1`, … up to
+    /// the first missing, each followed wherever it points.
+    #[test]
+    fn hash_links_are_read_up_to_the_first_missing() {
+        use rustls::pki_types::{CertificateDer, pem::PemObject};
+        let (dir, elsewhere) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let pem = ca_pem(dir.path());
+        let der = CertificateDer::from_pem_file(&pem).unwrap();
+        let hash = super::super::subject_hash(&webpki::anchor_from_trusted_cert(&der).unwrap().subject).unwrap();
+        let link = |target: &str, n: usize| {
+            std::os::unix::fs::symlink(target, dir.path().join(format!("{hash:08x}.{n}"))).unwrap();
+        };
+        link("ca.pem", 0);
+        link(&ca_pem(elsewhere.path()), 1);
+        link("ca.pem", 3);
+        let raw = Raw { value: format!("/nonexistent:{}", dir.path().display()), source: Source::Env(CERT_DIR) };
+        let store = GoStore { file: None, dirs: Some(raw) };
+        assert_eq!(store.linked(&[hash]).anchors.len(), 2);
+        assert_eq!(store.linked(&[hash ^ 1, hash]).anchors.len(), 2);
+        assert!(store.linked(&[hash ^ 1]).anchors.is_empty());
     }
 }

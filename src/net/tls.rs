@@ -12,15 +12,15 @@
 use crate::config::{Trust, certificate_digest};
 use crate::progress::{Progress, Stage};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{ResolvesClientCert, WebPkiServerVerifier};
-use rustls::crypto::CryptoProvider;
+use rustls::client::{ResolvesClientCert, verify_server_cert_signed_by_trust_anchor, verify_server_name};
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms, verify_tls12_signature, verify_tls13_signature};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
 use rustls::sign::CertifiedKey;
 use rustls::{
-    AlertDescription, CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore,
-    SignatureScheme, StreamOwned,
+    AlertDescription, CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme,
+    StreamOwned,
 };
-use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::sync::Arc;
 use ureq::unversioned::transport::{
@@ -30,9 +30,11 @@ use ureq::unversioned::transport::{
 mod algorithms;
 mod chacha;
 mod refusal;
+mod trusted;
 
 use algorithms::verify_only_provider;
 pub(crate) use refusal::Refusal;
+use trusted::Trusted;
 
 /// What every TLS connection shares: ring, and the certificate verifier.
 #[derive(Debug, Clone)]
@@ -43,13 +45,16 @@ pub(crate) struct TlsSettings {
 
 impl TlsSettings {
     /// Mozilla's roots (when `trust.mozilla`) plus the other trusted certificates, parsed into
-    /// anchors once, when the configuration was read.
+    /// anchors when the configuration was read, and Go's store, read when a chain needs it
+    /// (`trusted`). Fails only when nothing at all is trusted.
     pub(crate) fn new(trust: &Trust) -> Result<TlsSettings, rustls::client::VerifierBuilderError> {
         let provider = Arc::new(verify_only_provider());
-        let mozilla = if trust.mozilla { webpki_roots::TLS_SERVER_ROOTS } else { &[] };
-        let roots = RootCertStore { roots: [mozilla, &trust.roots.anchors].concat() };
-        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone()).build()?;
-        Ok(TlsSettings { provider, verifier: Arc::new(GateVerifier { webpki, pinned: trust.roots.digests.clone() }) })
+        let trusted = Trusted::new(trust);
+        if trusted.is_empty() {
+            return Err(rustls::client::VerifierBuilderError::NoRootAnchors);
+        }
+        let algorithms = provider.signature_verification_algorithms;
+        Ok(TlsSettings { provider, verifier: Arc::new(GateVerifier { algorithms, trusted }) })
     }
 
     /// A client configuration for one connection, reporting to `progress` whether the server
@@ -70,16 +75,15 @@ impl TlsSettings {
     }
 }
 
-/// webpki's verification, plus one case it refuses: a server certificate that is byte-identical
-/// to a trusted certificate beyond Mozilla's (a CA file's, `SSL_CERT_*`'s) but marked `CA:TRUE`
-/// (what `openssl req -x509` makes), which webpki calls `CaUsedAsEndEntity`. webpki checks the
-/// validity period before the CA flag, so that error means the dates were fine (a test holds
-/// this); the name is checked here.
+/// webpki's verification, with the anchors `trusted` chooses for the chain and the time, plus one
+/// case it refuses: a server certificate that is byte-identical to a trusted certificate beyond
+/// Mozilla's (a CA file's, `SSL_CERT_*`'s) but marked `CA:TRUE` (what `openssl req -x509` makes),
+/// which webpki calls `CaUsedAsEndEntity`. webpki checks the validity period before the CA flag,
+/// so that error means the dates were fine (a test holds this); the name is checked after.
 #[derive(Debug)]
 struct GateVerifier {
-    webpki: Arc<WebPkiServerVerifier>,
-    /// The digests of the trusted certificates beyond Mozilla's.
-    pinned: HashSet<[u8; 32]>,
+    algorithms: WebPkiSupportedAlgorithms,
+    trusted: Trusted,
 }
 
 impl ServerCertVerifier for GateVerifier {
@@ -88,15 +92,25 @@ impl ServerCertVerifier for GateVerifier {
         end_entity: &CertificateDer<'_>,
         intermediates: &[CertificateDer<'_>],
         server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
+        _ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
-            Err(e) if is_ca_used_as_end_entity(&e) && self.pinned.contains(&certificate_digest(end_entity)) => {
-                verify_name(end_entity, server_name).map(|()| ServerCertVerified::assertion())
-            }
-            other => other,
-        }
+        let cert = ParsedCertificate::try_from(end_entity)?;
+        let algorithms = self.algorithms.all;
+        let verify = |anchors: &trusted::Anchors| {
+            anchors.verify_at(now, |roots| {
+                match verify_server_cert_signed_by_trust_anchor(&cert, roots, intermediates, now, algorithms) {
+                    Err(e)
+                        if is_ca_used_as_end_entity(&e) && anchors.pinned.contains(&certificate_digest(end_entity)) =>
+                    {
+                        Ok(())
+                    }
+                    other => other,
+                }
+            })
+        };
+        self.trusted.decide(end_entity, intermediates, verify)?;
+        verify_server_name(&cert, server_name).map(|()| ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
@@ -105,7 +119,7 @@ impl ServerCertVerifier for GateVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss).map_err(|e| name_leaf_key(cert, e))
+        verify_tls12_signature(message, cert, dss, &self.algorithms).map_err(|e| name_leaf_key(cert, e))
     }
 
     fn verify_tls13_signature(
@@ -117,14 +131,14 @@ impl ServerCertVerifier for GateVerifier {
         if dss.scheme == SignatureScheme::ECDSA_NISTP521_SHA512 {
             return Err(name_leaf_key(cert, rustls::Error::General("P-521".into())));
         }
-        self.webpki.verify_tls13_signature(message, cert, dss).map_err(|e| name_leaf_key(cert, e))
+        verify_tls13_signature(message, cert, dss, &self.algorithms).map_err(|e| name_leaf_key(cert, e))
     }
 
     /// ring's, and P-521's as Go offers it, though ring cannot check it: a server with a P-521
     /// certificate then sends it (rather than refusing the handshake unexplained), the gate names
     /// its key, and a server with several certificates picks the one it would show the proxy.
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        let mut schemes = self.webpki.supported_verify_schemes();
+        let mut schemes = self.algorithms.supported_schemes();
         schemes.push(SignatureScheme::ECDSA_NISTP521_SHA512);
         schemes
     }
@@ -151,20 +165,6 @@ fn is_ca_used_as_end_entity(e: &rustls::Error) -> bool {
         }
         _ => false,
     }
-}
-
-fn verify_name(end_entity: &CertificateDer<'_>, server_name: &ServerName<'_>) -> Result<(), rustls::Error> {
-    let cert = webpki::EndEntityCert::try_from(end_entity)
-        .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
-    cert.verify_is_valid_for_subject_name(server_name).map_err(|e| match e {
-        webpki::Error::CertNotValidForName(context) => {
-            rustls::Error::InvalidCertificate(CertificateError::NotValidForNameContext {
-                expected: context.expected,
-                presented: context.presented,
-            })
-        }
-        _ => rustls::Error::InvalidCertificate(CertificateError::NotValidForName),
-    })
 }
 
 /// The gate has no client certificate; this only notes that the server asked for one, so that a

@@ -65,7 +65,7 @@ fn closest(name: &str, known: &[&'static str]) -> Option<(usize, &'static str)> 
 /// whether a variable is set and not empty; it is asked only about names that could be meant
 /// (each question scans the environment).
 pub(crate) fn near_misses(
-    names: &[String],
+    names: &[impl AsRef<str>],
     is_set: &dyn Fn(&str) -> bool,
     setting: &Setting,
 ) -> Vec<(String, &'static str)> {
@@ -74,6 +74,7 @@ pub(crate) fn near_misses(
     let word = setting.flag.rsplit('-').next().unwrap_or_default().to_ascii_uppercase();
     names
         .iter()
+        .map(AsRef::as_ref)
         // Within three edits of a name of ours, or beginning with one, a name begins within three
         // edits of its prefix.
         .filter(|n| plausibly_ours(n, &PREFIXES, 3) && !read(n) && is_set(n))
@@ -82,7 +83,7 @@ pub(crate) fn near_misses(
                 let prefix = if k.starts_with(PROXY_PREFIX) { PROXY_PREFIX } else { PREFIX };
                 n.starts_with(prefix) && n.contains(&word)
             });
-            family.copied().or_else(|| closest(n, &own).map(|(_, k)| k)).map(|k| (n.clone(), k))
+            family.copied().or_else(|| closest(n, &own).map(|(_, k)| k)).map(|k| (n.to_string(), k))
         })
         .collect()
 }

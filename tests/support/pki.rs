@@ -21,16 +21,31 @@ pub struct TestCa {
 impl TestCa {
     pub fn new() -> TestCa {
         let key = KeyPair::generate().unwrap();
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(DnType::CommonName, "wait-for-idp test CA");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let params = TestCa::params();
         let cert = params.self_signed(&key).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let pem_path = dir.path().join("ca.pem");
         std::fs::write(&pem_path, cert.pem()).unwrap();
         let der = cert.der().clone();
         TestCa { dir, pem_path, issuer: Issuer::new(params, key), der }
+    }
+
+    /// Every test CA's: one name, so that two of them are a CA re-created under the same name.
+    fn params() -> CertificateParams {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, "wait-for-idp test CA");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        params
+    }
+
+    /// The CA certificate issued again, with the same name and key, valid between two dates (one
+    /// that has expired, say), as PEM.
+    pub fn reissued_pem(&self, not_before: (i32, u8, u8), not_after: (i32, u8, u8)) -> String {
+        let mut params = TestCa::params();
+        params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
+        params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+        params.self_signed(self.issuer.key()).unwrap().pem()
     }
 
     pub fn ca_arg(&self) -> String {
