@@ -12,6 +12,11 @@ pub(crate) enum Refusal {
     NothingInCommon,
     /// The server's certificate has a key the gate cannot check a handshake signature with.
     LeafKey(Key),
+    /// The server's handshake signature does not verify with its certificate's key.
+    HandshakeSignature,
+    /// The server's certificate is marked as a CA (`CA:TRUE`) and is not itself trusted;
+    /// `self_signed` when it names itself as its issuer.
+    CaCertificate { self_signed: bool },
 }
 
 impl std::error::Error for Refusal {}
@@ -38,6 +43,21 @@ impl Refusal {
                 "server certificate of {host} has an RSA key of {bits} bits, and the server signs with RSA-PSS (as \
                  TLS 1.3 requires), which this build's crypto library (ring) verifies only from 2048 bits; reissue \
                  the certificate with a key of 2048 bits or more"
+            ),
+            Refusal::HandshakeSignature => format!(
+                "{host} signed the TLS handshake with a key that is not its certificate's: the server holds a \
+                 certificate and a private key that do not belong together (one renewed without the other?); \
+                 deploy the matching pair"
+            ),
+            Refusal::CaCertificate { self_signed: true } => format!(
+                "certificate of {host} is self-signed and marked as a CA (CA:TRUE, as `openssl req -x509` makes \
+                 it), and not trusted: give this certificate itself to --ca-file, which trusts it as Go does (its \
+                 name and dates still checked)"
+            ),
+            Refusal::CaCertificate { self_signed: false } => format!(
+                "certificate of {host} is marked as a CA (CA:TRUE) yet serves as the server's own: Go accepts that \
+                 under a trusted CA, this gate's verifier (webpki) does not; reissue it with CA:FALSE, or give this \
+                 certificate itself to --ca-file"
             ),
             Refusal::LeafKey(key) => format!(
                 "server certificate of {host} has {key}, which this build cannot verify: its crypto library (ring) \
@@ -88,6 +108,33 @@ pub(crate) fn key_of(cert: &CertificateDer<'_>) -> Option<Key> {
     Some(if tlv(params).is_some_and(|(_, curve, _)| curve == SECP521R1) { Key::EcdsaP521 } else { Key::Other })
 }
 
+const EXTENDED_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x25];
+const SERVER_AUTH: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01];
+const ANY_USAGE: &[u8] = &[0x55, 0x1d, 0x25, 0x00];
+
+/// Whether Go lets a certificate serve TLS: it has no extended key usage, or one that lists
+/// serverAuth or any usage (`checkChainForKeyUsage`). Read from DER that webpki has parsed.
+pub(crate) fn serves_tls(cert: &[u8]) -> bool {
+    let tbs = tlv(cert).and_then(|(_, cert, _)| tlv(cert)).map_or(&[][..], |(_, tbs, _)| tbs);
+    let extensions = elements(tbs).find(|(tag, _)| *tag == 0xa3).and_then(|(_, list)| tlv(list));
+    // Each extension: its OID, whether it is critical, and its value (a list of OIDs here).
+    let usage = elements(extensions.map_or(&[][..], |(_, list, _)| list)).find_map(|(_, extension)| {
+        let mut parts = elements(extension);
+        if parts.next()?.1 == EXTENDED_KEY_USAGE { parts.last() } else { None }
+    });
+    let Some((_, usage)) = usage else { return true };
+    elements(tlv(usage).map_or(&[][..], |(_, list, _)| list)).any(|(_, oid)| oid == SERVER_AUTH || oid == ANY_USAGE)
+}
+
+/// The DER elements of `input` in turn, each as its tag and contents.
+fn elements(mut input: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
+    std::iter::from_fn(move || {
+        let (tag, contents, rest) = tlv(input)?;
+        input = rest;
+        Some((tag, contents))
+    })
+}
+
 /// One DER element: its tag, its contents and what follows.
 fn tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&tag, rest) = input.split_first()?;
@@ -102,4 +149,26 @@ fn tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
         _ => return None,
     };
     Some((tag, rest.get(..len)?, rest.get(len..)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, ExtendedKeyUsagePurpose as Usage, KeyPair};
+
+    fn with_usages(usages: Vec<Usage>) -> Vec<u8> {
+        let mut params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.extended_key_usages = usages;
+        params.self_signed(&KeyPair::generate().unwrap()).unwrap().der().to_vec()
+    }
+
+    /// As Go's `checkChainForKeyUsage` decides for a certificate that is its own chain.
+    #[test]
+    fn a_certificate_serves_tls_without_a_usage_or_with_server_auth_or_any() {
+        assert!(serves_tls(&with_usages(vec![])));
+        assert!(serves_tls(&with_usages(vec![Usage::ClientAuth, Usage::ServerAuth])));
+        assert!(serves_tls(&with_usages(vec![Usage::Any])));
+        assert!(!serves_tls(&with_usages(vec![Usage::ClientAuth])));
+        assert!(!serves_tls(&with_usages(vec![Usage::CodeSigning, Usage::EmailProtection])));
+    }
 }
