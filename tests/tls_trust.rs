@@ -79,6 +79,25 @@ fn a_proxy_that_skips_certificate_checks_ends_the_wait_at_the_first_rejection() 
     }
 }
 
+/// A server whose key is not its certificate's fails Go's handshake even with certificate checks
+/// skipped (crypto/tls checks the handshake signature with the certificate's key whatever
+/// `InsecureSkipVerify` says): not a rejection the proxy skips, so the wait goes on. It was taken
+/// for one (rustls calls it a bad certificate signature), and the gate passed at once.
+#[test]
+fn a_server_whose_key_is_not_its_certificate_s_is_not_a_check_the_proxy_skips() {
+    let ca = TestCa::new();
+    let (_p, iss) = Provider::for_issuer(tls_mode_with_another_key(ca.leaf(&["localhost"])), "", |iss| {
+        serve_at(WELL_KNOWN, discovery_doc(iss))
+    });
+    let mut cmd = gate_for(&ca, &iss);
+    cmd.args(["--timeout", "5m", "--interval", "10ms", "--max-attempts", "3", "--output", "json"]);
+    cmd.env("OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY", "true");
+    let r = run(cmd);
+    assert!(!r.log().contains("a check oauth2-proxy skips"), "{}", r.log());
+    assert_eq!(r.json()["issuers"][0]["attempts"], 3, "{}", r.log());
+    assert_logged(&r, &["localhost signed the TLS handshake with a key that is not its certificate's"]);
+}
+
 #[test]
 fn a_proxy_that_skips_certificate_checks_still_waits_for_a_503() {
     let ca = TestCa::new();
