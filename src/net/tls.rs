@@ -158,7 +158,8 @@ fn name_leaf_key(cert: &CertificateDer<'_>, error: rustls::Error) -> rustls::Err
     match refusal::key_of(cert) {
         Some(key @ refusal::Key::EcdsaP521) => other(Refusal::LeafKey(key)),
         Some(refusal::Key::Rsa(bits)) if bits < 2048 => other(Refusal::LeafKey(refusal::Key::Rsa(bits))),
-        _ if error == rustls::Error::InvalidCertificate(CertificateError::BadSignature) => {
+        // `matches!`, not `==`: rustls's `PartialEq` for its errors is 2 KB of code.
+        _ if matches!(error, rustls::Error::InvalidCertificate(CertificateError::BadSignature)) => {
             other(Refusal::HandshakeSignature)
         }
         _ => error,

@@ -4,40 +4,26 @@
 //! alert or error, `refusal` finds out and says.
 
 use super::{Refusal, algorithms};
-use crate::human::secs;
 use rustls::{AlertDescription, CertificateError};
-use std::time::Duration;
 
 /// A TLS failure, said so that the reader knows what to change.
 pub(crate) fn explain(host: &str, error: &rustls::Error) -> String {
     use rustls::Error as E;
+    let refusal = match error {
+        E::Other(other) | E::InvalidCertificate(CertificateError::Other(other)) => other.0.downcast_ref::<Refusal>(),
+        _ => None,
+    };
+    if let Some(refusal) = refusal {
+        return refusal.explain(host);
+    }
     match error {
         E::InvalidCertificate(cert) => explain_certificate(host, cert),
-        E::AlertReceived(alert) => received_alert(host, *alert),
-        E::Other(other) => match other.0.downcast_ref::<Refusal>() {
-            Some(refusal) => refusal.explain(host),
-            None => format!("TLS handshake with {host} failed: {}", words(&other.0.to_string())),
-        },
+        E::AlertReceived(alert) => received_alert(host, *alert, error),
         E::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => format!(
             "{host} did not answer in TLS (its reply is not a TLS record): if this port serves plain HTTP, use an \
              http:// URL; if not, check the port"
         ),
-        E::PeerIncompatible(why) => format!(
-            "{host} cannot agree on TLS with the gate ({}); the gate offers {}",
-            words(&format!("{why:?}")),
-            algorithms::OFFERED
-        ),
-        E::InvalidMessage(_)
-        | E::InappropriateMessage { .. }
-        | E::InappropriateHandshakeMessage { .. }
-        | E::PeerMisbehaved(_)
-        | E::DecryptError
-        | E::PeerSentOversizedRecord => format!(
-            "{host} broke the TLS protocol ({}): a faulty TLS server, or something in between (a proxy, a \
-             middlebox); see its logs",
-            words(&format!("{error:?}"))
-        ),
-        _ => format!("TLS handshake with {host} failed: {}", words(&error.to_string())),
+        _ => format!("TLS handshake with {host} failed: {}", words(error)),
     }
 }
 
@@ -49,8 +35,8 @@ pub(crate) fn client_certificate_required(host: &str) -> String {
     )
 }
 
-/// The alert a server ended the handshake with, and what it usually means.
-fn received_alert(host: &str, alert: AlertDescription) -> String {
+/// The alert a server ended the handshake with (`error`), and what it usually means.
+fn received_alert(host: &str, alert: AlertDescription, error: &rustls::Error) -> String {
     let hint = match alert {
         AlertDescription::CertificateRequired => return client_certificate_required(host),
         AlertDescription::HandshakeFailure => {
@@ -67,7 +53,7 @@ fn received_alert(host: &str, alert: AlertDescription) -> String {
         AlertDescription::InternalError => "it failed on its side: see its logs",
         _ => "see its logs for why",
     };
-    format!("{host} ended the TLS handshake with the alert {}: {hint}", words(&format!("{alert:?}")))
+    format!("{host} ended the TLS handshake ({}): {hint}", words(error))
 }
 
 fn explain_certificate(host: &str, cert: &CertificateError) -> String {
@@ -100,12 +86,15 @@ fn explain_certificate(host: &str, cert: &CertificateError) -> String {
             "certificate for {host} is signed by an unknown CA (or is self-signed); trust that CA with --ca-file. \
              An ingress may still be showing its default certificate while the real one is issued"
         ),
-        CertificateError::ExpiredContext { time, not_after } => expired(host, time.as_secs() - not_after.as_secs()),
-        CertificateError::Expired => expired(host, 0),
-        CertificateError::NotValidYetContext { time, not_before } => {
-            not_yet_valid(host, not_before.as_secs() - time.as_secs())
-        }
-        CertificateError::NotValidYet => not_yet_valid(host, 0),
+        CertificateError::ExpiredContext { time, not_after } => format!(
+            "certificate for {host} has expired ({} day(s) ago); renew it, or set this machine's clock right",
+            (time.as_secs() - not_after.as_secs()) / 86_400
+        ),
+        CertificateError::NotValidYetContext { time, not_before } => format!(
+            "certificate for {host} is not valid yet (for {} more day(s)); a clock is wrong, this machine's or the \
+             issuer's",
+            (not_before.as_secs() - time.as_secs()) / 86_400
+        ),
         CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => format!(
             "certificate of {host} is not for TLS servers: its extended key usage lacks server authentication; \
              reissue it with extendedKeyUsage=serverAuth"
@@ -119,61 +108,28 @@ fn explain_certificate(host: &str, cert: &CertificateError) -> String {
         } => unsupported_algorithm(host, &[signature_algorithm_id.as_slice(), public_key_algorithm_id].concat()),
         #[allow(deprecated)]
         CertificateError::UnsupportedSignatureAlgorithm => unsupported_algorithm(host, &[]),
-        CertificateError::Other(other) => match other.0.downcast_ref::<Refusal>() {
-            Some(refusal) => refusal.explain(host),
-            None if matches!(other.0.downcast_ref(), Some(webpki::Error::UnsupportedCriticalExtension)) => format!(
-                "certificate of {host} has a critical extension this build's verifier does not know (Go refuses \
-                 the ones it does not know as well); reissue it without that extension"
-            ),
-            None => format!("certificate for {host} rejected ({})", words(&format!("{:?}", other.0))),
-        },
-        _ => format!("certificate for {host} rejected ({})", words(&format!("{cert:?}"))),
+        // The rest, webpki's own errors among them (an unknown critical extension, …), by name.
+        _ => format!("certificate for {host} rejected: {}", words(cert)),
     }
 }
 
-fn expired(host: &str, ago: u64) -> String {
-    format!("certificate for {host} has expired ({} ago); renew it, or set this machine's clock right", age(ago))
-}
-
-fn not_yet_valid(host: &str, until: u64) -> String {
-    format!(
-        "certificate for {host} is not valid yet (for {}); a clock is wrong, this machine's or the issuer's",
-        age(until)
-    )
-}
-
-/// A time span for a certificate's dates: `4m58s`, `1 day(s)`, `2161 day(s)`.
-fn age(span: u64) -> String {
-    match span / 86_400 {
-        0 => secs(Duration::from_secs(span)),
-        days => format!("{days} day(s)"),
-    }
-}
-
-/// A library's error text with its debug shapes said as words: `UnsupportedCriticalExtension`
-/// becomes `unsupported critical extension`, `Unknown(200)` `Unknown 200`, and a struct's
-/// fields go.
-fn words(text: &str) -> String {
-    let text = text.split(" {").next().unwrap_or(text);
+/// A library's error text with its debug names said as words: `UnsupportedCriticalExtension`
+/// becomes `unsupported critical extension`, `Unknown(200)` `unknown 200`, and a struct's
+/// fields go. Everything is lower-cased: this text is for names, not for sentences.
+fn words(error: &dyn std::fmt::Display) -> String {
+    let text = error.to_string();
     let mut out = String::with_capacity(text.len() + 8);
-    for token in text.split_inclusive(|c: char| !c.is_ascii_alphanumeric()) {
-        let camel = token.starts_with(|c: char| c.is_ascii_uppercase())
-            && token.as_bytes().windows(2).any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase());
-        let mut after_lower = false;
-        for c in token.chars() {
-            match c {
-                '(' => out.push(' '),
-                ')' => {}
-                _ if camel && c.is_ascii_uppercase() => {
-                    if after_lower {
-                        out.push(' ');
-                    }
-                    out.push(c.to_ascii_lowercase());
-                }
-                _ => out.push(c),
-            }
-            after_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+    let mut after_lower = false;
+    // rustls's wrapper of webpki's errors says nothing.
+    let text = text.strip_prefix("Other(OtherError(").unwrap_or(&text);
+    for c in text.split(" {").next().unwrap_or(text).chars() {
+        match c {
+            '(' => out.push(' '),
+            ')' => {}
+            _ if c.is_ascii_uppercase() && after_lower => out.extend([' ', c.to_ascii_lowercase()]),
+            _ => out.push(c.to_ascii_lowercase()),
         }
+        after_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
     }
     out
 }
@@ -224,11 +180,10 @@ mod tests {
 
     #[test]
     fn debug_names_are_said_as_words() {
-        assert_eq!(words("UnsupportedCriticalExtension"), "unsupported critical extension");
-        assert_eq!(words("Unknown(200)"), "Unknown 200");
-        assert_eq!(words("received fatal alert: UnknownCA"), "received fatal alert: unknown ca");
-        assert_eq!(words("InappropriateMessage { expect_types: [Handshake] }"), "inappropriate message");
-        assert_eq!(words("peer sent no certificates (UNIX)"), "peer sent no certificates  UNIX");
+        assert_eq!(words(&"Other(OtherError(UnsupportedCriticalExtension))"), "unsupported critical extension");
+        assert_eq!(words(&"Unknown(200)"), "unknown 200");
+        assert_eq!(words(&"received fatal alert: UnknownCA"), "received fatal alert: unknown ca");
+        assert_eq!(words(&"InappropriateMessage { expect_types: [Handshake] }"), "inappropriate message");
     }
 
     #[test]
@@ -239,13 +194,7 @@ mod tests {
             let debug = said.split(|c: char| !c.is_ascii_alphanumeric()).find(|w| camel(w) && *w != "ChaCha20");
             assert_eq!(debug, None, "{code}: {said}");
         }
-        let said = received_alert("h", AlertDescription::ProtocolVersion);
-        assert_eq!(said.split(':').next(), Some("h ended the TLS handshake with the alert protocol version"));
-    }
-
-    #[test]
-    fn certificate_dates_are_said_in_days() {
-        assert_eq!(age(298), "4m58s");
-        assert_eq!(age(2 * 86_400 + 5), "2 day(s)");
+        let said = explain("h", &rustls::Error::AlertReceived(AlertDescription::ProtocolVersion));
+        assert!(said.starts_with("h ended the TLS handshake (received fatal alert: protocol version): "), "{said}");
     }
 }

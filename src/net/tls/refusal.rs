@@ -6,7 +6,6 @@ use rustls::pki_types::CertificateDer;
 use std::fmt;
 
 /// A handshake the gate ended, or the server ended, for a reason found out here.
-#[derive(Debug)]
 pub(crate) enum Refusal {
     /// The server answered the gate's first message with a handshake_failure alert.
     NothingInCommon,
@@ -20,6 +19,13 @@ pub(crate) enum Refusal {
 }
 
 impl std::error::Error for Refusal {}
+
+/// As `Display`: a derived `Debug` is code for a text no one reads.
+impl fmt::Debug for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
 
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -49,15 +55,17 @@ impl Refusal {
                  certificate and a private key that do not belong together (one renewed without the other?); \
                  deploy the matching pair"
             ),
-            Refusal::CaCertificate { self_signed: true } => format!(
-                "certificate of {host} is self-signed and marked as a CA (CA:TRUE, as `openssl req -x509` makes \
-                 it), and not trusted: give this certificate itself to --ca-file, which trusts it as Go does (its \
-                 name and dates still checked)"
-            ),
-            Refusal::CaCertificate { self_signed: false } => format!(
-                "certificate of {host} is marked as a CA (CA:TRUE) yet serves as the server's own: Go accepts that \
-                 under a trusted CA, this gate's verifier (webpki) does not; reissue it with CA:FALSE, or give this \
-                 certificate itself to --ca-file"
+            Refusal::CaCertificate { self_signed } => format!(
+                "certificate of {host} is {}marked as a CA (CA:TRUE, as `openssl req -x509` makes it) and not \
+                 itself trusted: give this certificate to --ca-file, which trusts it as Go does (its name, dates and \
+                 usage still checked){}",
+                if *self_signed { "self-signed and " } else { "" },
+                if *self_signed {
+                    ""
+                } else {
+                    ", or reissue it with CA:FALSE: Go also accepts it under its CA, this gate's verifier (webpki) \
+                     does not"
+                }
             ),
             Refusal::LeafKey(key) => format!(
                 "server certificate of {host} has {key}, which this build cannot verify: its crypto library (ring) \
@@ -115,24 +123,37 @@ const ANY_USAGE: &[u8] = &[0x55, 0x1d, 0x25, 0x00];
 /// Whether Go lets a certificate serve TLS: it has no extended key usage, or one that lists
 /// serverAuth or any usage (`checkChainForKeyUsage`). Read from DER that webpki has parsed.
 pub(crate) fn serves_tls(cert: &[u8]) -> bool {
-    let tbs = tlv(cert).and_then(|(_, cert, _)| tlv(cert)).map_or(&[][..], |(_, tbs, _)| tbs);
-    let extensions = elements(tbs).find(|(tag, _)| *tag == 0xa3).and_then(|(_, list)| tlv(list));
-    // Each extension: its OID, whether it is critical, and its value (a list of OIDs here).
-    let usage = elements(extensions.map_or(&[][..], |(_, list, _)| list)).find_map(|(_, extension)| {
-        let mut parts = elements(extension);
-        if parts.next()?.1 == EXTENDED_KEY_USAGE { parts.last() } else { None }
-    });
-    let Some((_, usage)) = usage else { return true };
-    elements(tlv(usage).map_or(&[][..], |(_, list, _)| list)).any(|(_, oid)| oid == SERVER_AUTH || oid == ANY_USAGE)
+    // The TBSCertificate's fields, up to the extensions ([3]); each extension holds its OID,
+    // whether it is critical, and its value: for this one, a list of OIDs.
+    let mut fields = contents(contents(cert));
+    while let Some((tag, field, rest)) = tlv(fields) {
+        fields = rest;
+        let mut extensions = if tag == 0xa3 { contents(field) } else { &[] };
+        while let Some((_, extension, rest)) = tlv(extensions) {
+            extensions = rest;
+            let Some((_, EXTENDED_KEY_USAGE, mut value)) = tlv(extension) else { continue };
+            while let Some((_, element, rest)) = tlv(value) {
+                if rest.is_empty() {
+                    value = contents(element);
+                    break;
+                }
+                value = rest;
+            }
+            while let Some((_, oid, rest)) = tlv(value) {
+                if oid == SERVER_AUTH || oid == ANY_USAGE {
+                    return true;
+                }
+                value = rest;
+            }
+            return false;
+        }
+    }
+    true
 }
 
-/// The DER elements of `input` in turn, each as its tag and contents.
-fn elements(mut input: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
-    std::iter::from_fn(move || {
-        let (tag, contents, rest) = tlv(input)?;
-        input = rest;
-        Some((tag, contents))
-    })
+/// The contents of the DER element at the start of `input`, or nothing.
+fn contents(input: &[u8]) -> &[u8] {
+    tlv(input).map_or(&[], |(_, contents, _)| contents)
 }
 
 /// One DER element: its tag, its contents and what follows.
