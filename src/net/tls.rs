@@ -139,14 +139,14 @@ impl GateVerifier {
         end_entity: &CertificateDer<'_>,
         server_name: &ServerName<'_>,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let cert = verify_name(end_entity, server_name)?;
+        verify_name(end_entity, server_name)?;
         if !refusal::serves_tls(end_entity) {
             return Err(rustls::Error::InvalidCertificate(CertificateError::InvalidPurpose));
         }
         if self.pinned.contains(&certificate_digest(end_entity)) {
             return Ok(ServerCertVerified::assertion());
         }
-        let refusal = Refusal::CaCertificate { self_signed: cert.issuer() == cert.subject() };
+        let refusal = Refusal::CaCertificate { self_signed: refusal::self_signed(end_entity) };
         Err(rustls::Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(Arc::new(refusal)))))
     }
 }
@@ -179,14 +179,10 @@ fn is_ca_used_as_end_entity(e: &rustls::Error) -> bool {
     }
 }
 
-/// The certificate, if it is valid for `server_name`.
-fn verify_name<'a>(
-    end_entity: &'a CertificateDer<'a>,
-    server_name: &ServerName<'_>,
-) -> Result<webpki::EndEntityCert<'a>, rustls::Error> {
+fn verify_name(end_entity: &CertificateDer<'_>, server_name: &ServerName<'_>) -> Result<(), rustls::Error> {
     let cert = webpki::EndEntityCert::try_from(end_entity)
         .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
-    cert.verify_is_valid_for_subject_name(server_name).map(|()| cert).map_err(|e| match e {
+    cert.verify_is_valid_for_subject_name(server_name).map_err(|e| match e {
         webpki::Error::CertNotValidForName(context) => {
             rustls::Error::InvalidCertificate(CertificateError::NotValidForNameContext {
                 expected: context.expected,

@@ -118,20 +118,26 @@ fn explain_certificate(host: &str, cert: &CertificateError) -> String {
 /// fields go. Everything is lower-cased: this text is for names, not for sentences.
 fn words(error: &dyn std::fmt::Display) -> String {
     let text = error.to_string();
-    let mut out = String::with_capacity(text.len() + 8);
-    let mut after_lower = false;
     // rustls's wrapper of webpki's errors says nothing.
     let text = text.strip_prefix("Other(OtherError(").unwrap_or(&text);
-    for c in text.split(" {").next().unwrap_or(text).chars() {
-        match c {
-            '(' => out.push(' '),
-            ')' => {}
-            _ if c.is_ascii_uppercase() && after_lower => out.extend([' ', c.to_ascii_lowercase()]),
-            _ => out.push(c.to_ascii_lowercase()),
+    let text = text.split(" {").next().unwrap_or(text);
+    let mut out = Vec::with_capacity(text.len() + 8);
+    let mut after_lower = false;
+    // Bytes: only ASCII ones change, so the text stays UTF-8.
+    for &b in text.as_bytes() {
+        match b {
+            b'(' => out.push(b' '),
+            b')' => {}
+            _ => {
+                if b.is_ascii_uppercase() && after_lower {
+                    out.push(b' ');
+                }
+                out.push(b.to_ascii_lowercase());
+            }
         }
-        after_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        after_lower = b.is_ascii_lowercase() || b.is_ascii_digit();
     }
-    out
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// webpki renders presented names as `DnsName("a.example")` or `IpAddress(192.0.2.1)`.
@@ -182,6 +188,7 @@ mod tests {
     fn debug_names_are_said_as_words() {
         assert_eq!(words(&"Other(OtherError(UnsupportedCriticalExtension))"), "unsupported critical extension");
         assert_eq!(words(&"Unknown(200)"), "unknown 200");
+        assert_eq!(words(&"Ünknown(é)"), "Ünknown é");
         assert_eq!(words(&"received fatal alert: UnknownCA"), "received fatal alert: unknown ca");
         assert_eq!(words(&"InappropriateMessage { expect_types: [Handshake] }"), "inappropriate message");
     }

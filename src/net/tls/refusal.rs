@@ -151,6 +151,22 @@ pub(crate) fn serves_tls(cert: &[u8]) -> bool {
     true
 }
 
+/// Whether a certificate names itself as its issuer: the TBSCertificate's issuer and subject,
+/// its third and fifth fields after the version, are the same.
+pub(crate) fn self_signed(cert: &[u8]) -> bool {
+    let mut fields = contents(contents(cert));
+    let mut names: [&[u8]; 5] = [&[]; 5];
+    let mut n = 0;
+    while let Some((tag, field, rest)) = tlv(fields) {
+        fields = rest;
+        if tag != 0xa0 && n < names.len() {
+            names[n] = field;
+            n += 1;
+        }
+    }
+    n == names.len() && names[2] == names[4]
+}
+
 /// The contents of the DER element at the start of `input`, or nothing.
 fn contents(input: &[u8]) -> &[u8] {
     tlv(input).map_or(&[], |(_, contents, _)| contents)
@@ -181,6 +197,18 @@ mod tests {
         let mut params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
         params.extended_key_usages = usages;
         params.self_signed(&KeyPair::generate().unwrap()).unwrap().der().to_vec()
+    }
+
+    #[test]
+    fn a_certificate_naming_itself_as_issuer_is_self_signed() {
+        assert!(self_signed(&with_usages(vec![])));
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(vec![]).unwrap();
+        ca.distinguished_name.push(rcgen::DnType::CommonName, "a CA");
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let leaf = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        assert!(!self_signed(leaf.signed_by(&KeyPair::generate().unwrap(), &issuer).unwrap().der()));
     }
 
     /// As Go's `checkChainForKeyUsage` decides for a certificate that is its own chain.
