@@ -140,13 +140,14 @@ impl GateVerifier {
         server_name: &ServerName<'_>,
     ) -> Result<ServerCertVerified, rustls::Error> {
         verify_name(end_entity, server_name)?;
-        if !refusal::serves_tls(end_entity) {
+        let (serves_tls, self_signed) = refusal::read_ca_certificate(end_entity);
+        if !serves_tls {
             return Err(rustls::Error::InvalidCertificate(CertificateError::InvalidPurpose));
         }
         if self.pinned.contains(&certificate_digest(end_entity)) {
             return Ok(ServerCertVerified::assertion());
         }
-        let refusal = Refusal::CaCertificate { self_signed: refusal::self_signed(end_entity) };
+        let refusal = Refusal::CaCertificate { self_signed };
         Err(rustls::Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(Arc::new(refusal)))))
     }
 }
@@ -166,6 +167,7 @@ fn name_leaf_key(cert: &CertificateDer<'_>, error: rustls::Error) -> rustls::Err
     }
 }
 
+#[inline(never)]
 fn other(refusal: Refusal) -> rustls::Error {
     rustls::Error::Other(rustls::OtherError(Arc::new(refusal)))
 }

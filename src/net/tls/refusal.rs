@@ -120,51 +120,52 @@ const EXTENDED_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x25];
 const SERVER_AUTH: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01];
 const ANY_USAGE: &[u8] = &[0x55, 0x1d, 0x25, 0x00];
 
-/// Whether Go lets a certificate serve TLS: it has no extended key usage, or one that lists
-/// serverAuth or any usage (`checkChainForKeyUsage`). Read from DER that webpki has parsed.
-pub(crate) fn serves_tls(cert: &[u8]) -> bool {
-    // The TBSCertificate's fields, up to the extensions ([3]); each extension holds its OID,
-    // whether it is critical, and its value: for this one, a list of OIDs.
+/// What the gate needs to know of a CA certificate a server shows as its own, read from DER that
+/// webpki has parsed: whether Go lets it serve TLS (it has no extended key usage, or one that
+/// lists serverAuth or any usage: `checkChainForKeyUsage`), and whether it is self-signed (it
+/// names itself as its issuer).
+pub(crate) fn read_ca_certificate(cert: &[u8]) -> (bool, bool) {
+    // The TBSCertificate's fields: the version ([0]), then serial, signature algorithm, issuer,
+    // validity, subject, key, and the extensions ([3]).
+    let (mut serves_tls, mut names, mut n) = (true, [&[][..]; 5], 0);
     let mut fields = contents(contents(cert));
     while let Some((tag, field, rest)) = tlv(fields) {
         fields = rest;
-        let mut extensions = if tag == 0xa3 { contents(field) } else { &[] };
-        while let Some((_, extension, rest)) = tlv(extensions) {
-            extensions = rest;
-            let Some((_, EXTENDED_KEY_USAGE, mut value)) = tlv(extension) else { continue };
-            while let Some((_, element, rest)) = tlv(value) {
-                if rest.is_empty() {
-                    value = contents(element);
-                    break;
-                }
-                value = rest;
+        match tag {
+            0xa0 => {}
+            0xa3 => serves_tls = usage_allows_tls(contents(field)),
+            _ if n < names.len() => {
+                names[n] = field;
+                n += 1;
             }
-            while let Some((_, oid, rest)) = tlv(value) {
-                if oid == SERVER_AUTH || oid == ANY_USAGE {
-                    return true;
-                }
-                value = rest;
-            }
-            return false;
+            _ => {}
         }
     }
-    true
+    (serves_tls, n == names.len() && names[2] == names[4])
 }
 
-/// Whether a certificate names itself as its issuer: the TBSCertificate's issuer and subject,
-/// its third and fifth fields after the version, are the same.
-pub(crate) fn self_signed(cert: &[u8]) -> bool {
-    let mut fields = contents(contents(cert));
-    let mut names: [&[u8]; 5] = [&[]; 5];
-    let mut n = 0;
-    while let Some((tag, field, rest)) = tlv(fields) {
-        fields = rest;
-        if tag != 0xa0 && n < names.len() {
-            names[n] = field;
-            n += 1;
+/// Whether these extensions allow serving TLS. Each holds its OID, whether it is critical, and
+/// its value: for the extended key usage, a list of OIDs.
+fn usage_allows_tls(mut extensions: &[u8]) -> bool {
+    while let Some((_, extension, rest)) = tlv(extensions) {
+        extensions = rest;
+        let Some((_, EXTENDED_KEY_USAGE, mut value)) = tlv(extension) else { continue };
+        while let Some((_, element, rest)) = tlv(value) {
+            if rest.is_empty() {
+                value = contents(element);
+                break;
+            }
+            value = rest;
         }
+        while let Some((_, oid, rest)) = tlv(value) {
+            if oid == SERVER_AUTH || oid == ANY_USAGE {
+                return true;
+            }
+            value = rest;
+        }
+        return false;
     }
-    n == names.len() && names[2] == names[4]
+    true
 }
 
 /// The contents of the DER element at the start of `input`, or nothing.
@@ -201,19 +202,20 @@ mod tests {
 
     #[test]
     fn a_certificate_naming_itself_as_issuer_is_self_signed() {
-        assert!(self_signed(&with_usages(vec![])));
+        assert!(read_ca_certificate(&with_usages(vec![])).1);
         let ca_key = KeyPair::generate().unwrap();
         let mut ca = CertificateParams::new(vec![]).unwrap();
         ca.distinguished_name.push(rcgen::DnType::CommonName, "a CA");
         ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         let issuer = rcgen::Issuer::new(ca, ca_key);
         let leaf = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-        assert!(!self_signed(leaf.signed_by(&KeyPair::generate().unwrap(), &issuer).unwrap().der()));
+        assert!(!read_ca_certificate(leaf.signed_by(&KeyPair::generate().unwrap(), &issuer).unwrap().der()).1);
     }
 
     /// As Go's `checkChainForKeyUsage` decides for a certificate that is its own chain.
     #[test]
     fn a_certificate_serves_tls_without_a_usage_or_with_server_auth_or_any() {
+        let serves_tls = |der: &[u8]| read_ca_certificate(der).0;
         assert!(serves_tls(&with_usages(vec![])));
         assert!(serves_tls(&with_usages(vec![Usage::ClientAuth, Usage::ServerAuth])));
         assert!(serves_tls(&with_usages(vec![Usage::Any])));
