@@ -419,12 +419,6 @@ pub(super) fn classify(e: ureq::Error, progress: &Progress, budget: Duration) ->
                 }
                 _ if in_body => FetchError::Body(format!("body cut short: {io}")),
                 _ if progress.client_cert_requested() => FetchError::ClientCertificateRequired { host },
-                io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset if stage == Stage::TlsHandshake => {
-                    FetchError::TlsOther(format!(
-                        "{host} closed the connection during the TLS handshake ({io}), without saying why: a server \
-                         that refuses this client, or a port that does not speak TLS; see the server's logs"
-                    ))
-                }
                 io::ErrorKind::UnexpectedEof
                 | io::ErrorKind::ConnectionReset
                 | io::ErrorKind::ConnectionAborted

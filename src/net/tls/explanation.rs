@@ -9,11 +9,9 @@ use rustls::{AlertDescription, CertificateError};
 /// A TLS failure, said so that the reader knows what to change.
 pub(crate) fn explain(host: &str, error: &rustls::Error) -> String {
     use rustls::Error as E;
-    let refusal = match error {
-        E::Other(other) | E::InvalidCertificate(CertificateError::Other(other)) => other.0.downcast_ref::<Refusal>(),
-        _ => None,
-    };
-    if let Some(refusal) = refusal {
+    if let E::Other(other) | E::InvalidCertificate(CertificateError::Other(other)) = error
+        && let Some(refusal) = other.0.downcast_ref::<Refusal>()
+    {
         return refusal.explain(host);
     }
     match error {
@@ -50,7 +48,7 @@ fn received_alert(host: &str, alert: AlertDescription, error: &rustls::Error) ->
              speaks only TLS 1.0 or 1.1 must be upgraded"
         }
         AlertDescription::UnrecognisedName => "it has no certificate for that name (SNI): use a name it serves",
-        AlertDescription::InternalError => "it failed on its side: see its logs",
+        // internal_error and the rest: the server knows why.
         _ => "see its logs for why",
     };
     format!("{host} ended the TLS handshake ({}): {hint}", words(error))
@@ -74,9 +72,6 @@ fn explain_certificate(host: &str, cert: &CertificateError) -> String {
                 if list.is_empty() { "no name at all" } else { &list }
             )
         }
-        CertificateError::NotValidForName => {
-            format!("certificate is not valid for {host}; use the name it was issued for, or reissue it")
-        }
         CertificateError::BadSignature => format!(
             "certificate of {host} names a trusted CA as its issuer, but that CA's key does not verify it: the CA \
              file holds a CA of that name with another key (rotated or re-created?), not the one that signed this \
@@ -86,15 +81,12 @@ fn explain_certificate(host: &str, cert: &CertificateError) -> String {
             "certificate for {host} is signed by an unknown CA (or is self-signed); trust that CA with --ca-file. \
              An ingress may still be showing its default certificate while the real one is issued"
         ),
-        CertificateError::ExpiredContext { time, not_after } => format!(
-            "certificate for {host} has expired ({} day(s) ago); renew it, or set this machine's clock right",
-            (time.as_secs() - not_after.as_secs()) / 86_400
-        ),
-        CertificateError::NotValidYetContext { time, not_before } => format!(
-            "certificate for {host} is not valid yet (for {} more day(s)); a clock is wrong, this machine's or the \
-             issuer's",
-            (not_before.as_secs() - time.as_secs()) / 86_400
-        ),
+        CertificateError::ExpiredContext { .. } => {
+            format!("certificate for {host} has expired; renew it, or set this machine's clock right")
+        }
+        CertificateError::NotValidYetContext { .. } => {
+            format!("certificate for {host} is not valid yet; a clock is wrong, this machine's or the issuer's")
+        }
         CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => format!(
             "certificate of {host} is not for TLS servers: its extended key usage lacks server authentication; \
              reissue it with extendedKeyUsage=serverAuth"
@@ -106,8 +98,6 @@ fn explain_certificate(host: &str, cert: &CertificateError) -> String {
             signature_algorithm_id,
             public_key_algorithm_id,
         } => unsupported_algorithm(host, &[signature_algorithm_id.as_slice(), public_key_algorithm_id].concat()),
-        #[allow(deprecated)]
-        CertificateError::UnsupportedSignatureAlgorithm => unsupported_algorithm(host, &[]),
         // The rest, webpki's own errors among them (an unknown critical extension, …), by name.
         _ => format!("certificate for {host} rejected: {}", words(cert)),
     }
@@ -120,12 +110,12 @@ fn words(error: &dyn std::fmt::Display) -> String {
     let text = error.to_string();
     // rustls's wrapper of webpki's errors says nothing.
     let text = text.strip_prefix("Other(OtherError(").unwrap_or(&text);
-    let text = text.split(" {").next().unwrap_or(text);
     let mut out = Vec::with_capacity(text.len() + 8);
     let mut after_lower = false;
     // Bytes: only ASCII ones change, so the text stays UTF-8.
     for &b in text.as_bytes() {
         match b {
+            b'{' => break,
             b'(' => out.push(b' '),
             b')' => {}
             _ => {
@@ -136,6 +126,9 @@ fn words(error: &dyn std::fmt::Display) -> String {
             }
         }
         after_lower = b.is_ascii_lowercase() || b.is_ascii_digit();
+    }
+    while out.last() == Some(&b' ') {
+        out.pop();
     }
     String::from_utf8(out).unwrap_or_default()
 }

@@ -127,21 +127,21 @@ const ANY_USAGE: &[u8] = &[0x55, 0x1d, 0x25, 0x00];
 pub(crate) fn read_ca_certificate(cert: &[u8]) -> (bool, bool) {
     // The TBSCertificate's fields: the version ([0]), then serial, signature algorithm, issuer,
     // validity, subject, key, and the extensions ([3]).
-    let (mut serves_tls, mut names, mut n) = (true, [&[][..]; 5], 0);
+    let (mut serves_tls, mut issuer, mut n) = (true, None, 0);
+    let mut self_signed = false;
     let mut fields = contents(contents(cert));
     while let Some((tag, field, rest)) = tlv(fields) {
         fields = rest;
-        match tag {
-            0xa0 => {}
-            0xa3 => serves_tls = usage_allows_tls(contents(field)),
-            _ if n < names.len() => {
-                names[n] = field;
-                n += 1;
-            }
+        match (tag, n) {
+            (0xa0, _) => continue,
+            (0xa3, _) => serves_tls = usage_allows_tls(contents(field)),
+            (_, 2) => issuer = Some(field),
+            (_, 4) => self_signed = issuer == Some(field),
             _ => {}
         }
+        n += 1;
     }
-    (serves_tls, n == names.len() && names[2] == names[4])
+    (serves_tls, self_signed)
 }
 
 /// Whether these extensions allow serving TLS. Each holds its OID, whether it is critical, and
