@@ -56,10 +56,9 @@ impl Refusal {
                  deploy the matching pair"
             ),
             Refusal::CaCertificate { self_signed } => format!(
-                "certificate of {host} is {}marked as a CA (CA:TRUE, as `openssl req -x509` makes it) and not \
-                 itself trusted: give this certificate to --ca-file, which trusts it as Go does (its name, dates and \
-                 usage still checked){}",
-                if *self_signed { "self-signed and " } else { "" },
+                "certificate of {host} is {}marked as a CA (CA:TRUE) and not itself trusted: give this certificate \
+                 to --ca-file, which trusts it as Go does (its name, dates and usage still checked){}",
+                if *self_signed { "self-signed (as `openssl req -x509` makes it) and " } else { "" },
                 if *self_signed {
                     ""
                 } else {
