@@ -4,7 +4,8 @@
 //! certificate problem explained in words (name, dates, a P-521 key, an IP address listed as a DNS
 //! name, a required client certificate). The fault matrix (`network_faults.rs`) holds the rows for
 //! an untrusted CA, a wrong name, an expired certificate, a self-signed leaf and plain HTTP on the
-//! https port.
+//! https port, for their classes and the deadline; the TLS fault matrix here holds every TLS fault
+//! the support can make, for what each failure says: in words, never a library's debug text.
 
 use crate::support::*;
 use std::process::{Command, Stdio};
