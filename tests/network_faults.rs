@@ -35,15 +35,6 @@ fn fixed(body: &'static [u8]) -> Handler {
     })
 }
 
-/// A TLS server that offers only h2 in ALPN: rustls (as Go's crypto/tls) refuses a client that
-/// offers only http/1.1 with a no_application_protocol alert.
-fn h2_only(chain: Chain) -> Mode {
-    let Mode::Tls(config) = tls_mode(chain) else { unreachable!() };
-    let mut config = (*config).clone();
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    Mode::Tls(Arc::new(config))
-}
-
 fn faults(ca: &TestCa) -> Vec<Fault> {
     let tls = || tls_mode(ca.leaf(&["localhost", "::1"]));
     let f = |name, mode, handler, class, detail| Fault {

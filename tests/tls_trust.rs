@@ -4,7 +4,8 @@
 //! certificate problem explained in words (name, dates, a P-521 key, an IP address listed as a DNS
 //! name, a required client certificate). The fault matrix (`network_faults.rs`) holds the rows for
 //! an untrusted CA, a wrong name, an expired certificate, a self-signed leaf and plain HTTP on the
-//! https port.
+//! https port, for their classes and the deadline; the TLS fault matrix here holds every TLS fault
+//! the support can make, for what each failure says: in words, never a library's debug text.
 
 use crate::support::*;
 use std::process::{Command, Stdio};
@@ -77,6 +78,25 @@ fn a_proxy_that_skips_certificate_checks_ends_the_wait_at_the_first_rejection() 
         assert_eq!(json["issuers"][0]["attempts"], 1);
         assert_eq!(json["issuers"][0]["verdict"], "certificate-rejected");
     }
+}
+
+/// A server whose key is not its certificate's fails Go's handshake even with certificate checks
+/// skipped (crypto/tls checks the handshake signature with the certificate's key whatever
+/// `InsecureSkipVerify` says): not a rejection the proxy skips, so the wait goes on. It was taken
+/// for one (rustls calls it a bad certificate signature), and the gate passed at once.
+#[test]
+fn a_server_whose_key_is_not_its_certificate_s_is_not_a_check_the_proxy_skips() {
+    let ca = TestCa::new();
+    let (_p, iss) = Provider::for_issuer(tls_mode_with_another_key(ca.leaf(&["localhost"])), "", |iss| {
+        serve_at(WELL_KNOWN, discovery_doc(iss))
+    });
+    let mut cmd = gate_for(&ca, &iss);
+    cmd.args(["--timeout", "5m", "--interval", "10ms", "--max-attempts", "3", "--output", "json"]);
+    cmd.env("OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY", "true");
+    let r = run(cmd);
+    assert!(!r.log().contains("a check oauth2-proxy skips"), "{}", r.log());
+    assert_eq!(r.json()["issuers"][0]["attempts"], 3, "{}", r.log());
+    assert_logged(&r, &["localhost signed the TLS handshake with a key that is not its certificate's"]);
 }
 
 #[test]
@@ -290,7 +310,10 @@ fn a_ca_file_holding_another_ca_of_the_same_name_is_told_from_an_unknown_ca() {
     assert_exit(&r, 1);
     assert_logged(
         &r,
-        &["certificate of localhost is named as signed by a trusted CA, but that CA's key does not verify"],
+        &[
+            "certificate of localhost names a trusted CA as its issuer, but that CA's key does not verify it",
+            "not the one that signed this certificate; give --ca-file the CA that issued it",
+        ],
     );
 }
 
@@ -400,7 +423,7 @@ fn a_trusted_ca_outside_its_validity_period_is_no_anchor_as_in_go() {
     };
     let r = once(&[&expired]);
     assert_exit(&r, 1);
-    assert_logged(&r, &["certificate for localhost has expired", "not valid after 978307200"]);
+    assert_logged(&r, &["certificate for localhost has expired", "not valid after Mon, 01 Jan 2001 00:00:00 GMT"]);
     let r = once(&[&future]);
     assert_exit(&r, 1);
     assert_logged(&r, &["certificate for localhost is not valid yet"]);
@@ -456,9 +479,12 @@ fn go_store_verdicts_are_the_whole_stores_whatever_its_hash_links_name() {
         assert_exit(&r, code);
         assert_eq!(r.log().contains("fifo.pem' cannot be read"), whole, "{files:?} {links:?}:\n{}", r.log());
         if files == ["other.pem"] {
-            assert_logged(&r, &["named as signed by a trusted CA, but that CA's key does not verify"]);
+            assert_logged(&r, &["names a trusted CA as its issuer, but that CA's key does not verify it"]);
         } else if code == 1 {
-            assert_logged(&r, &["certificate for localhost has expired", "not valid after 978307200"]);
+            assert_logged(
+                &r,
+                &["certificate for localhost has expired", "not valid after Mon, 01 Jan 2001 00:00:00 GMT"],
+            );
         }
     }
 }
@@ -520,4 +546,224 @@ fn a_ca_file_beyond_the_bound_is_refused_naming_it() {
     let r = run(cmd);
     assert_exit(&r, 2);
     assert_logged(&r, &["over 16 MiB, the most for a file of CA certificates"]);
+}
+
+/// Where a row of the TLS fault matrix gets its server.
+enum Server {
+    /// A support listener: rustls with a certificate, or bytes written at once (an alert, a
+    /// handshake cut short, something that is not TLS).
+    Listener(Mode),
+    /// openssl's server for `openssl_pki`'s `{name}.pem`, with these arguments.
+    OpenSsl(&'static str, &'static [&'static str]),
+}
+
+/// One TLS fault, what to trust, and a phrase saying what to do that the failure must contain.
+struct TlsFault {
+    name: &'static str,
+    server: Server,
+    ca_file: Option<std::path::PathBuf>,
+    says: &'static str,
+}
+
+/// A TLS record holding one fatal alert (RFC 8446, 6).
+fn alert(description: u8) -> Mode {
+    Mode::Greeting(vec![0x15, 0x03, 0x03, 0x00, 0x02, 0x02, description])
+}
+
+/// Words that are CamelCase by their own spelling, not a library's type names.
+const PROPER_NAMES: &[&str] = &["ChaCha20"];
+
+/// What in `log` looks like a library's debug text: a wrapped variant, a struct, a CamelCase
+/// enum name.
+fn debug_text(log: &str) -> Vec<String> {
+    let shapes = ["Other(", "OtherError", "InvalidCertificate(", "Error {", "{ "];
+    let mut found: Vec<String> = shapes.iter().filter(|s| log.contains(*s)).map(|s| s.to_string()).collect();
+    let camel = |w: &&str| {
+        w.starts_with(|c: char| c.is_ascii_uppercase())
+            && w.as_bytes().windows(2).any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())
+    };
+    let words = log.split(|c: char| !c.is_ascii_alphanumeric());
+    found.extend(words.filter(camel).filter(|w| !PROPER_NAMES.contains(w)).map(str::to_string));
+    found
+}
+
+#[test]
+fn debug_text_is_recognised() {
+    let log = "invalid peer certificate: Other(OtherError(CaUsedAsEndEntity)); ChaCha20; IPv6; BadSignature";
+    assert_eq!(debug_text(log), ["Other(", "OtherError", "OtherError", "CaUsedAsEndEntity", "BadSignature"]);
+    assert!(debug_text("PeerMisbehaved { x: 1 }").contains(&"{ ".to_string()));
+    assert!(debug_text("certificate for localhost has expired; renew it").is_empty());
+}
+
+/// The rows the support can make with rustls or raw bytes.
+fn listener_faults(ca: &TestCa) -> Vec<TlsFault> {
+    let dir = ca.dir.path();
+    let trusted = Some(ca.pem_path.clone());
+    let row = |name, mode, ca_file: &Option<std::path::PathBuf>, says| TlsFault {
+        name,
+        server: Server::Listener(mode),
+        ca_file: ca_file.clone(),
+        says,
+    };
+    let client_only = |p: &mut rcgen::CertificateParams| {
+        p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    };
+    let (ca_leaf, _) = self_signed_ca_cert_with(dir, &["localhost"], |_| {});
+    let (ca_leaf_other_name, _) = self_signed_ca_cert_with(dir, &["other.test"], |_| {});
+    let (ca_leaf_client_only, ca_leaf_client_only_pem) = self_signed_ca_cert_with(dir, &["localhost"], client_only);
+    let rotated = TestCa::new();
+    let critical = |p: &mut rcgen::CertificateParams| {
+        let mut ext = rcgen::CustomExtension::from_oid_content(&[1, 3, 6, 1, 4, 1, 55555, 1], vec![0x05, 0x00]);
+        ext.set_criticality(true);
+        p.custom_extensions = vec![ext];
+    };
+    let truncated = vec![0x16, 0x03, 0x03, 0x00, 0x50, 0x02, 0x00, 0x00, 0x4c, 0x03, 0x03];
+    let http_400 = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".to_vec();
+    vec![
+        row("expired", tls_mode(ca.leaf_valid(&["localhost"], (2020, 1, 1), (2021, 1, 1))), &trusted, "expired"),
+        row("not yet valid", tls_mode(ca.leaf_valid(&["localhost"], (2080, 1, 1), (2090, 1, 1))), &trusted, "clock"),
+        row("wrong host", tls_mode(ca.leaf(&["other.test"])), &trusted, "certificate is for other.test, not localhost"),
+        row("unknown CA", tls_mode(ca.leaf(&["localhost"])), &None, "trust that CA with --ca-file"),
+        row("self-signed leaf", tls_mode(self_signed(&["localhost"])), &None, "--ca-file"),
+        row("self-signed CA:TRUE leaf", tls_mode(ca_leaf), &None, "--ca-file"),
+        row("self-signed CA:TRUE leaf, another name", tls_mode(ca_leaf_other_name), &None, "not localhost"),
+        row(
+            "self-signed CA:TRUE leaf for client authentication, trusted",
+            tls_mode(ca_leaf_client_only),
+            &Some(ca_leaf_client_only_pem),
+            "server authentication",
+        ),
+        row("rotated CA", tls_mode(rotated.leaf(&["localhost"])), &trusted, "not the one that signed"),
+        row(
+            "leaf for client authentication only",
+            tls_mode(ca.leaf_with(&["localhost"], client_only)),
+            &trusted,
+            "server authentication",
+        ),
+        row(
+            "CA:TRUE leaf under a trusted CA",
+            tls_mode(
+                ca.leaf_with(&["localhost"], |p| p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained)),
+            ),
+            &trusted,
+            "CA:FALSE",
+        ),
+        row(
+            "unknown critical extension",
+            tls_mode_unchecked(ca.leaf_with(&["localhost"], critical)),
+            &trusted,
+            "critical",
+        ),
+        row(
+            "handshake signed with another key",
+            tls_mode_with_another_key(ca.leaf(&["localhost"])),
+            &trusted,
+            "matching pair",
+        ),
+        row("h2 only", h2_only(ca.leaf(&["localhost"])), &trusted, "HTTP/2"),
+        row(
+            "client certificate required, TLS 1.2",
+            tls_mode_requiring_client_cert(ca.leaf(&["localhost"]), ca, true),
+            &trusted,
+            "client certificate",
+        ),
+        row(
+            "client certificate required, TLS 1.3",
+            tls_mode_requiring_client_cert(ca.leaf(&["localhost"]), ca, false),
+            &trusted,
+            "client certificate",
+        ),
+        row("refused at once: handshake_failure", alert(40), &trusted, "accepts none of what the gate offers"),
+        row("refused at once: protocol_version", alert(70), &trusted, "TLS 1.0 or 1.1 must be upgraded"),
+        row("refused at once: unrecognized_name", alert(112), &trusted, "a name it serves"),
+        row("refused at once: internal_error", alert(80), &trusted, "logs"),
+        row("handshake cut short", Mode::Greeting(truncated), &trusted, "closed the connection"),
+        row("closed at once", Mode::Greeting(Vec::new()), &trusted, "closed the connection"),
+        row(
+            "not TLS: an SSH server",
+            Mode::Greeting(b"SSH-2.0-OpenSSH_9.6\r\n".to_vec()),
+            &trusted,
+            "did not answer in TLS",
+        ),
+        row("plain HTTP on the https port", Mode::Greeting(http_400), &trusted, "http://"),
+    ]
+}
+
+/// The rows openssl makes: keys and algorithms rustls's server does not have, old TLS versions.
+fn openssl_faults(dir: &std::path::Path) -> Vec<TlsFault> {
+    let p256 = "ec -pkeyopt ec_paramgen_curve:P-256";
+    let p521 = "ec -pkeyopt ec_paramgen_curve:P-521";
+    openssl_pki(dir, "p521ca", p521, p256);
+    openssl_pki(dir, "p521leaf", p256, p521);
+    openssl_pki(dir, "rsa1024", "rsa:2048", "rsa:1024");
+    openssl_pki(dir, "ed448", p256, "ed448");
+    openssl_pki(dir, "rsa", "rsa:2048", "rsa:2048");
+    let row = |name, server, says| TlsFault { name, server, ca_file: None, says };
+    vec![
+        row("P-521 CA", Server::OpenSsl("p521ca", &[]), "reissue"),
+        row("P-521 leaf", Server::OpenSsl("p521leaf", &[]), "reissue"),
+        row("P-521 leaf, TLS 1.2", Server::OpenSsl("p521leaf", &["-tls1_2"]), "P-521"),
+        row(
+            "RSA 1024 leaf, TLS 1.3",
+            Server::OpenSsl("rsa1024", &["-tls1_3", "-cipher", "DEFAULT@SECLEVEL=0"]),
+            "2048 bits",
+        ),
+        row("Ed448 leaf", Server::OpenSsl("ed448", &[]), "Ed448"),
+        row("CBC suites only", Server::OpenSsl("rsa", &["-tls1_2", "-cipher", "ECDHE-RSA-AES128-SHA"]), "CBC"),
+        row(
+            "TLS 1.0 only",
+            Server::OpenSsl("rsa", &["-tls1", "-cipher", "DEFAULT@SECLEVEL=0"]),
+            "TLS 1.0 or 1.1 must be upgraded",
+        ),
+        row(
+            "TLS 1.1 only",
+            Server::OpenSsl("rsa", &["-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0"]),
+            "TLS 1.0 or 1.1 must be upgraded",
+        ),
+    ]
+}
+
+/// Issue 25: no library's debug text ever reaches a user. Every TLS fault the support can make
+/// (certificates, keys, versions, suites, alerts, handshakes cut short) is said in words that
+/// name something to do, with no `Other(OtherError(CaUsedAsEndEntity))` or `BadSignature`.
+#[test]
+fn every_tls_failure_is_said_in_words_without_library_debug_text() {
+    require_openssl();
+    let ca = TestCa::new();
+    let dir = tempfile::tempdir().unwrap();
+    let mut faults = listener_faults(&ca);
+    faults.extend(openssl_faults(dir.path()));
+    let queue = std::sync::Mutex::new(faults);
+    let failures = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                while let Some(fault) = queue.lock().unwrap().pop() {
+                    let r = match &fault.server {
+                        Server::Listener(mode) => {
+                            // A ready provider: a certificate accepted by mistake passes.
+                            let (_p, issuer) =
+                                Provider::for_issuer(mode.clone(), "", |iss| serve_at(WELL_KNOWN, discovery_doc(iss)));
+                            let mut cmd = gate();
+                            cmd.args(["--issuer", &issuer, "--once"]);
+                            if let Some(pem) = &fault.ca_file {
+                                cmd.arg("--ca-file").arg(pem);
+                            }
+                            run(cmd)
+                        }
+                        Server::OpenSsl(name, args) => gate_at_openssl(dir.path(), name, args),
+                    };
+                    let said = r.log().lines().find_map(|l| l.split_once("last failure: ")).map_or("", |(_, m)| m);
+                    eprintln!("{}: exit {:?}: {said}", fault.name, r.code);
+                    let found = debug_text(r.log());
+                    if r.code != Some(1) || !found.is_empty() || !r.log().contains(fault.says) {
+                        let why = format!("exit {:?}, debug text {found:?}, expected {:?}", r.code, fault.says);
+                        failures.lock().unwrap().push(format!("{}: {why}\n{}", fault.name, r.log()));
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{} rows fail:\n\n{}", failures.len(), failures.join("\n"));
 }

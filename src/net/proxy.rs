@@ -15,7 +15,7 @@
 //! credentials) and the variable that set it.
 
 use super::socks;
-use super::tls::{TlsConnector, TlsSettings};
+use super::tls::{self, TlsConnector, TlsSettings};
 use crate::config::{ProxyChoice, ProxyKind, ProxySettings, Route};
 use crate::progress::{Progress, Stage};
 use crate::url;
@@ -140,11 +140,11 @@ impl ProxyConnector {
         match tls.connect(&at, tcp) {
             Ok(Some(t)) => Ok(t.boxed()),
             Ok(None) => Err(failure(io::ErrorKind::NotConnected, format!("{name}: no TLS session"))),
-            // rustls's own words: the proxy's certificate is rarely the provider's problem, and
-            // the full explanation (`tls::explain`) would be a second copy of its code.
+            // Said as for a provider (never rustls's debug names): the gate checks a proxy's
+            // certificate as any server's.
             Err(ureq::Error::Rustls(e)) => Err(failure(
                 io::ErrorKind::InvalidData,
-                format!("TLS to {name} failed: {e} (the gate checks a proxy's certificate as any server's: --ca-file)"),
+                format!("TLS to {name} failed: {}", tls::explain(&proxy.host, &e)),
             )),
             Err(e) => Err(proxy_error(e, &format!("TLS to {name}"))),
         }

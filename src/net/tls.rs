@@ -29,10 +29,12 @@ use ureq::unversioned::transport::{
 
 mod algorithms;
 mod chacha;
+mod explanation;
 mod refusal;
 mod trusted;
 
 use algorithms::verify_only_provider;
+pub(crate) use explanation::{client_certificate_required, explain};
 pub(crate) use refusal::Refusal;
 use trusted::Trusted;
 
@@ -76,10 +78,11 @@ impl TlsSettings {
 }
 
 /// webpki's verification, with the anchors `trusted` chooses for the chain and the time, plus one
-/// case it refuses: a server certificate that is byte-identical to a trusted certificate beyond
-/// Mozilla's (a CA file's, `SSL_CERT_*`'s) but marked `CA:TRUE` (what `openssl req -x509` makes),
-/// which webpki calls `CaUsedAsEndEntity`. webpki checks the validity period before the CA flag,
-/// so that error means the dates were fine (a test holds this); the name is checked after.
+/// case it refuses: a server certificate that is byte-identical
+/// to a trusted certificate beyond Mozilla's (a CA file's, `SSL_CERT_*`'s) but marked `CA:TRUE`
+/// (what `openssl req -x509` makes), which webpki calls `CaUsedAsEndEntity`. webpki checks the
+/// validity period before the CA flag, so that error means the dates were fine (a test holds
+/// this); the name and the extended key usage, which webpki checks after it, are checked here.
 #[derive(Debug)]
 struct GateVerifier {
     algorithms: WebPkiSupportedAlgorithms,
@@ -100,10 +103,9 @@ impl ServerCertVerifier for GateVerifier {
         let verify = |anchors: &trusted::Anchors| {
             anchors.verify_at(now, |roots| {
                 match verify_server_cert_signed_by_trust_anchor(&cert, roots, intermediates, now, algorithms) {
-                    Err(e)
-                        if is_ca_used_as_end_entity(&e) && anchors.pinned.contains(&certificate_digest(end_entity)) =>
-                    {
-                        Ok(())
+                    Err(e) if is_ca_used_as_end_entity(&e) => {
+                        let pinned = anchors.pinned.contains(&certificate_digest(end_entity));
+                        verify_ca_certificate(&cert, end_entity, server_name, pinned)
                     }
                     other => other,
                 }
@@ -144,16 +146,43 @@ impl ServerCertVerifier for GateVerifier {
     }
 }
 
+/// A server certificate marked `CA:TRUE`, its dates good: accepted as Go accepts it, when it is
+/// itself trusted (`pinned`), for its name and for serving TLS (Go checks the name first, then
+/// finds the certificate among its roots, then the usage); otherwise refused, saying why.
+fn verify_ca_certificate(
+    cert: &ParsedCertificate<'_>,
+    end_entity: &CertificateDer<'_>,
+    server_name: &ServerName<'_>,
+    pinned: bool,
+) -> Result<(), rustls::Error> {
+    verify_server_name(cert, server_name)?;
+    let (serves_tls, self_signed) = refusal::read_ca_certificate(end_entity);
+    if !serves_tls {
+        return Err(rustls::Error::InvalidCertificate(CertificateError::InvalidPurpose));
+    }
+    if pinned {
+        return Ok(());
+    }
+    let refusal = Refusal::CaCertificate { self_signed };
+    Err(rustls::Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(Arc::new(refusal)))))
+}
+
 /// A handshake signature that fails to verify because of the server certificate's key (P-521,
-/// or RSA under 2048 bits signing with RSA-PSS), said as such.
+/// or RSA under 2048 bits signing with RSA-PSS), or because the server's key is not its
+/// certificate's, said as such (rustls calls the last one a bad certificate signature).
 fn name_leaf_key(cert: &CertificateDer<'_>, error: rustls::Error) -> rustls::Error {
     match refusal::key_of(cert) {
         Some(key @ refusal::Key::EcdsaP521) => other(Refusal::LeafKey(key)),
         Some(refusal::Key::Rsa(bits)) if bits < 2048 => other(Refusal::LeafKey(refusal::Key::Rsa(bits))),
+        // `matches!`, not `==`: rustls's `PartialEq` for its errors is 2 KB of code.
+        _ if matches!(error, rustls::Error::InvalidCertificate(CertificateError::BadSignature)) => {
+            other(Refusal::HandshakeSignature)
+        }
         _ => error,
     }
 }
 
+#[inline(never)]
 fn other(refusal: Refusal) -> rustls::Error {
     rustls::Error::Other(rustls::OtherError(Arc::new(refusal)))
 }
@@ -276,126 +305,9 @@ impl Transport for TlsTransport {
     }
 }
 
-/// A TLS failure, said so that the reader knows what to change.
-pub(crate) fn explain(host: &str, error: &rustls::Error) -> String {
-    match error {
-        rustls::Error::InvalidCertificate(cert) => explain_certificate(host, cert, error),
-        rustls::Error::AlertReceived(AlertDescription::CertificateRequired) => client_certificate_required(host),
-        rustls::Error::AlertReceived(AlertDescription::HandshakeFailure) => format!(
-            "{host} broke off the TLS handshake (handshake_failure) after its hello; the gate offers {}",
-            algorithms::OFFERED
-        ),
-        rustls::Error::Other(other) => match other.0.downcast_ref::<Refusal>() {
-            Some(refusal) => refusal.explain(host),
-            None => format!("TLS handshake with {host} failed: {error}"),
-        },
-        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => format!(
-            "TLS handshake with {host} failed ({error}); is this port speaking plain HTTP? Then use an http:// URL"
-        ),
-        _ => format!("TLS handshake with {host} failed: {error}"),
-    }
-}
-
-/// The server asked for a client certificate, which the gate does not have.
-pub(crate) fn client_certificate_required(host: &str) -> String {
-    format!(
-        "{host} requires a client certificate (mutual TLS), which the gate does not send; serve the discovery \
-         document without client authentication, or point --discovery-url at an endpoint that does"
-    )
-}
-
-fn explain_certificate(host: &str, cert: &CertificateError, error: &rustls::Error) -> String {
-    match cert {
-        CertificateError::NotValidForNameContext { presented, .. } => {
-            let ip = host.parse::<std::net::IpAddr>().is_ok();
-            let names: Vec<(&str, &str)> = presented.iter().map(|p| presented_name(p)).collect();
-            if ip && names.iter().any(|(kind, name)| *kind == "DnsName" && *name == host) {
-                return format!(
-                    "certificate lists {host} as a DNS name, not as an IP address; a client connecting to an IP \
-                     address needs it as an IP address entry (subjectAltName IP:{host}): reissue it, or use a host \
-                     name it lists"
-                );
-            }
-            let list = names.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(", ");
-            format!(
-                "certificate is for {}, not {host}; use the name it was issued for, or reissue it for {host}",
-                if list.is_empty() { "no name at all" } else { &list }
-            )
-        }
-        CertificateError::NotValidForName => {
-            format!("certificate is not valid for {host}; use the name it was issued for, or reissue it")
-        }
-        CertificateError::BadSignature => format!(
-            "certificate of {host} is named as signed by a trusted CA, but that CA's key does not verify its \
-             signature: the CA file holds another CA of the same name (an old or re-created one?); give the CA \
-             that issued it"
-        ),
-        CertificateError::UnknownIssuer => format!(
-            "certificate for {host} is signed by an unknown CA (or is self-signed); trust that CA with --ca-file. \
-             An ingress may still be showing its default certificate while the real one is issued"
-        ),
-        CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
-            format!("certificate for {host} has expired ({error})")
-        }
-        CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
-            format!("certificate for {host} is not valid yet; check the clocks ({error})")
-        }
-        CertificateError::UnsupportedSignatureAlgorithmContext { signature_algorithm_id, .. } => {
-            unsupported_algorithm(host, signature_algorithm_id)
-        }
-        CertificateError::UnsupportedSignatureAlgorithmForPublicKeyContext {
-            signature_algorithm_id,
-            public_key_algorithm_id,
-        } => unsupported_algorithm(host, &[signature_algorithm_id.as_slice(), public_key_algorithm_id].concat()),
-        #[allow(deprecated)]
-        CertificateError::UnsupportedSignatureAlgorithm => unsupported_algorithm(host, &[]),
-        _ => format!("certificate for {host} rejected: {error}"),
-    }
-}
-
-/// webpki renders presented names as `DnsName("a.example")` or `IpAddress(192.0.2.1)`.
-fn presented_name(p: &str) -> (&str, &str) {
-    match p.split_once('(') {
-        Some((kind, rest)) => (kind, rest.trim_end_matches(')').trim_matches('"')),
-        None => ("", p),
-    }
-}
-
-/// Algorithm identifiers a reader will recognise, by the DER bytes of their OIDs.
-const ALGORITHMS: &[(&[u8], &str)] = &[
-    (&[0x2b, 0x81, 0x04, 0x00, 0x23], "an ECDSA P-521 key"),
-    (&[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x04], "ECDSA with SHA-512 (P-521)"),
-    (&[0x2b, 0x65, 0x71], "Ed448"),
-    (&[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x05], "RSA with SHA-1"),
-    (&[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x01], "ECDSA with SHA-1"),
-];
-
-fn unsupported_algorithm(host: &str, der: &[u8]) -> String {
-    let named = ALGORITHMS.iter().find(|(oid, _)| der.windows(oid.len()).any(|w| w == *oid)).map(|(_, n)| *n);
-    format!(
-        "certificate chain of {host} is signed with {}, which this build cannot verify: its crypto library (ring) \
-         checks RSA (SHA-256 or better), ECDSA P-256/P-384 and Ed25519 signatures only; reissue the certificate or \
-         its CA with one of those",
-        named.unwrap_or("an algorithm")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn presented_names_are_read_back() {
-        assert_eq!(presented_name("DnsName(\"a.example\")"), ("DnsName", "a.example"));
-        assert_eq!(presented_name("IpAddress(192.0.2.1)"), ("IpAddress", "192.0.2.1"));
-    }
-
-    #[test]
-    fn unsupported_algorithms_are_named() {
-        let p521 = [0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x23];
-        assert!(unsupported_algorithm("h", &p521).contains("an ECDSA P-521 key"));
-        assert!(unsupported_algorithm("h", &[1, 2]).contains("signed with an algorithm, which"));
-    }
 
     /// Made with `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-521` and `-newkey rsa:1024`.
     const P521: &str = "-----BEGIN CERTIFICATE-----\nMIIB/TCCAV6gAwIBAgIUDm3MK2R+p4osBpeItb0+xlRrURMwCgYIKoZIzj0EAwIw\nDzENMAsGA1UEAwwEcDUyMTAgFw0yNjEyMDExNjE4NTJaGA8yMTI2MTEwNzE2MTg1\nMlowDzENMAsGA1UEAwwEcDUyMTCBmzAQBgcqhkjOPQIBBgUrgQQAIwOBhgAEAAJJ\nNme8ODkY5HEvat2jDTT99w6jUtqZjJZvZLwl2BYpgW6PZuRuSoMZsmaVaZp7Y32t\no5FZqUHAp+tKI6Jc6iWNAP5xDF9i3OkXynAZEUhSFboqqvKcrOiLKrKT5Hyk7VCc\nqWwCQvWN2iXRZTKs3dU4j22iFgugkPAW1GzxdKR6pvgyo1MwUTAdBgNVHQ4EFgQU\nx9wg/IN3W5C5m4KYR8lQru29e0kwHwYDVR0jBBgwFoAUx9wg/IN3W5C5m4KYR8lQ\nru29e0kwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgOBjAAwgYgCQgGnl/p/\nsbvQ9XEDCfdik21o5DZtzi2ukG3oWv3QZS7YAgI73gdHr7P0YbHJM1Ya5lgw5YCG\nVvA8BBPM3HZcnrBVDwJCAY3TDmj+Rz9M9HFtlRWP481cGvZYmmbwXaImRjyWc3kg\nFD9Fkg8RUgEKGF9xnXOAJEnIDGoCceACliQqZwE2Ix7B\n-----END CERTIFICATE-----\n";

@@ -59,10 +59,20 @@ impl TestCa {
 
     /// A leaf valid between two dates (year, month, day), e.g. one that has expired.
     pub fn leaf_valid(&self, names: &[&str], not_before: (i32, u8, u8), not_after: (i32, u8, u8)) -> Chain {
+        self.leaf_with(names, |params| {
+            params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
+            params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+        })
+    }
+
+    /// A leaf for `names`, valid now, with `edit` applied to its parameters (an extended key
+    /// usage, a CA flag, an extension, its dates).
+    pub fn leaf_with(&self, names: &[&str], edit: impl FnOnce(&mut CertificateParams)) -> Chain {
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-        params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
-        params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2090, 1, 1);
+        edit(&mut params);
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         (
             vec![cert.der().clone(), self.der.clone()],
@@ -116,13 +126,29 @@ pub fn self_signed_ca_cert(
     not_before: (i32, u8, u8),
     not_after: (i32, u8, u8),
 ) -> (Chain, PathBuf) {
+    self_signed_ca_cert_with(dir, names, |params| {
+        params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
+        params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+    })
+}
+
+/// [`self_signed_ca_cert`], valid now, with `edit` applied to its parameters; each PEM file has
+/// a name of its own, so that several can share `dir`.
+pub fn self_signed_ca_cert_with(
+    dir: &Path,
+    names: &[&str],
+    edit: impl FnOnce(&mut CertificateParams),
+) -> (Chain, PathBuf) {
     let key = KeyPair::generate().unwrap();
     let mut params = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
-    params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2090, 1, 1);
+    edit(&mut params);
     let cert = params.self_signed(&key).unwrap();
-    let pem = dir.join(format!("self-signed-ca-{}.pem", names.join("-")));
+    static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let pem = dir.join(format!("self-signed-ca-{}-{n}.pem", names.join("-")));
     std::fs::write(&pem, cert.pem()).unwrap();
     ((vec![cert.der().clone()], PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()))), pem)
 }
@@ -179,5 +205,36 @@ pub fn tls_mode_with_suites(chain: Chain, suites: &[rustls::SupportedCipherSuite
         .with_no_client_auth()
         .with_single_cert(chain.0, chain.1)
         .unwrap();
+    Mode::Tls(Arc::new(config))
+}
+
+/// A TLS server that shows `chain` but signs its handshake with another key of the same type (a
+/// renewed certificate deployed without its new key, or the reverse).
+pub fn tls_mode_with_another_key(chain: Chain) -> Mode {
+    let other = KeyPair::generate().unwrap();
+    tls_mode_unchecked((chain.0, PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(other.serialize_der()))))
+}
+
+/// A TLS server with this chain and key, which [`tls_mode`] would refuse: rustls's server checks
+/// that the key is the certificate's, parsing the certificate (and so refusing one with an
+/// unknown critical extension).
+pub fn tls_mode_unchecked(chain: Chain) -> Mode {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let signing = provider.key_provider.load_private_key(chain.1).unwrap();
+    let certified = rustls::sign::CertifiedKey::new(chain.0, signing);
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(certified)));
+    Mode::Tls(Arc::new(config))
+}
+
+/// A TLS server that offers only h2 in ALPN: rustls (as Go's crypto/tls) refuses a client that
+/// offers only http/1.1 with a no_application_protocol alert.
+pub fn h2_only(chain: Chain) -> Mode {
+    let Mode::Tls(config) = tls_mode(chain) else { unreachable!() };
+    let mut config = (*config).clone();
+    config.alpn_protocols = vec![b"h2".to_vec()];
     Mode::Tls(Arc::new(config))
 }

@@ -6,15 +6,26 @@ use rustls::pki_types::CertificateDer;
 use std::fmt;
 
 /// A handshake the gate ended, or the server ended, for a reason found out here.
-#[derive(Debug)]
 pub(crate) enum Refusal {
     /// The server answered the gate's first message with a handshake_failure alert.
     NothingInCommon,
     /// The server's certificate has a key the gate cannot check a handshake signature with.
     LeafKey(Key),
+    /// The server's handshake signature does not verify with its certificate's key.
+    HandshakeSignature,
+    /// The server's certificate is marked as a CA (`CA:TRUE`) and is not itself trusted;
+    /// `self_signed` when it names itself as its issuer.
+    CaCertificate { self_signed: bool },
 }
 
 impl std::error::Error for Refusal {}
+
+/// As `Display`: a derived `Debug` is code for a text no one reads.
+impl fmt::Debug for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
 
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -38,6 +49,22 @@ impl Refusal {
                 "server certificate of {host} has an RSA key of {bits} bits, and the server signs with RSA-PSS (as \
                  TLS 1.3 requires), which this build's crypto library (ring) verifies only from 2048 bits; reissue \
                  the certificate with a key of 2048 bits or more"
+            ),
+            Refusal::HandshakeSignature => format!(
+                "{host} signed the TLS handshake with a key that is not its certificate's: the server holds a \
+                 certificate and a private key that do not belong together (one renewed without the other?); \
+                 deploy the matching pair"
+            ),
+            Refusal::CaCertificate { self_signed } => format!(
+                "certificate of {host} is {}marked as a CA (CA:TRUE) and not itself trusted: give this certificate \
+                 to --ca-file, which trusts it as Go does (its name, dates and usage still checked){}",
+                if *self_signed { "self-signed (as `openssl req -x509` makes it) and " } else { "" },
+                if *self_signed {
+                    ""
+                } else {
+                    ", or reissue it with CA:FALSE: Go also accepts it under its CA, this gate's verifier (webpki) \
+                     does not"
+                }
             ),
             Refusal::LeafKey(key) => format!(
                 "server certificate of {host} has {key}, which this build cannot verify: its crypto library (ring) \
@@ -88,6 +115,63 @@ pub(crate) fn key_of(cert: &CertificateDer<'_>) -> Option<Key> {
     Some(if tlv(params).is_some_and(|(_, curve, _)| curve == SECP521R1) { Key::EcdsaP521 } else { Key::Other })
 }
 
+const EXTENDED_KEY_USAGE: &[u8] = &[0x55, 0x1d, 0x25];
+const SERVER_AUTH: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01];
+const ANY_USAGE: &[u8] = &[0x55, 0x1d, 0x25, 0x00];
+
+/// What the gate needs to know of a CA certificate a server shows as its own, read from DER that
+/// webpki has parsed: whether Go lets it serve TLS (it has no extended key usage, or one that
+/// lists serverAuth or any usage: `checkChainForKeyUsage`), and whether it is self-signed (it
+/// names itself as its issuer).
+pub(crate) fn read_ca_certificate(cert: &[u8]) -> (bool, bool) {
+    // The TBSCertificate's fields: the version ([0]), then serial, signature algorithm, issuer,
+    // validity, subject, key, and the extensions ([3]).
+    let (mut serves_tls, mut issuer, mut n) = (true, None, 0);
+    let mut self_signed = false;
+    let mut fields = contents(contents(cert));
+    while let Some((tag, field, rest)) = tlv(fields) {
+        fields = rest;
+        match (tag, n) {
+            (0xa0, _) => continue,
+            (0xa3, _) => serves_tls = usage_allows_tls(contents(field)),
+            (_, 2) => issuer = Some(field),
+            (_, 4) => self_signed = issuer == Some(field),
+            _ => {}
+        }
+        n += 1;
+    }
+    (serves_tls, self_signed)
+}
+
+/// Whether these extensions allow serving TLS. Each holds its OID, whether it is critical, and
+/// its value: for the extended key usage, a list of OIDs.
+fn usage_allows_tls(mut extensions: &[u8]) -> bool {
+    while let Some((_, extension, rest)) = tlv(extensions) {
+        extensions = rest;
+        let Some((_, EXTENDED_KEY_USAGE, mut value)) = tlv(extension) else { continue };
+        while let Some((_, element, rest)) = tlv(value) {
+            if rest.is_empty() {
+                value = contents(element);
+                break;
+            }
+            value = rest;
+        }
+        while let Some((_, oid, rest)) = tlv(value) {
+            if oid == SERVER_AUTH || oid == ANY_USAGE {
+                return true;
+            }
+            value = rest;
+        }
+        return false;
+    }
+    true
+}
+
+/// The contents of the DER element at the start of `input`, or nothing.
+fn contents(input: &[u8]) -> &[u8] {
+    tlv(input).map_or(&[], |(_, contents, _)| contents)
+}
+
 /// One DER element: its tag, its contents and what follows.
 fn tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&tag, rest) = input.split_first()?;
@@ -102,4 +186,39 @@ fn tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
         _ => return None,
     };
     Some((tag, rest.get(..len)?, rest.get(len..)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, ExtendedKeyUsagePurpose as Usage, KeyPair};
+
+    fn with_usages(usages: Vec<Usage>) -> Vec<u8> {
+        let mut params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.extended_key_usages = usages;
+        params.self_signed(&KeyPair::generate().unwrap()).unwrap().der().to_vec()
+    }
+
+    #[test]
+    fn a_certificate_naming_itself_as_issuer_is_self_signed() {
+        assert!(read_ca_certificate(&with_usages(vec![])).1);
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(vec![]).unwrap();
+        ca.distinguished_name.push(rcgen::DnType::CommonName, "a CA");
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let leaf = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        assert!(!read_ca_certificate(leaf.signed_by(&KeyPair::generate().unwrap(), &issuer).unwrap().der()).1);
+    }
+
+    /// As Go's `checkChainForKeyUsage` decides for a certificate that is its own chain.
+    #[test]
+    fn a_certificate_serves_tls_without_a_usage_or_with_server_auth_or_any() {
+        let serves_tls = |der: &[u8]| read_ca_certificate(der).0;
+        assert!(serves_tls(&with_usages(vec![])));
+        assert!(serves_tls(&with_usages(vec![Usage::ClientAuth, Usage::ServerAuth])));
+        assert!(serves_tls(&with_usages(vec![Usage::Any])));
+        assert!(!serves_tls(&with_usages(vec![Usage::ClientAuth])));
+        assert!(!serves_tls(&with_usages(vec![Usage::CodeSigning, Usage::EmailProtection])));
+    }
 }
