@@ -162,6 +162,12 @@ fn unsupported_algorithm(host: &str, der: &[u8]) -> String {
     )
 }
 
+/// A certificate's date as HTTP writes one (`Mon, 01 Jan 2001 00:00:00 GMT`): the leaf's, or the
+/// trusted CA's whose dates decided (`trusted::Anchors::verify_at`), so the operator can tell which.
+fn date(t: rustls::pki_types::UnixTime) -> String {
+    httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(t.as_secs()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,10 +205,4 @@ mod tests {
         let said = explain("h", &rustls::Error::AlertReceived(AlertDescription::ProtocolVersion));
         assert!(said.starts_with("h ended the TLS handshake (received fatal alert: protocol version): "), "{said}");
     }
-}
-
-/// A certificate's date as HTTP writes one (`Mon, 01 Jan 2001 00:00:00 GMT`): the leaf's, or the
-/// trusted CA's whose dates decided (`trusted::Anchors::verify_at`), so the operator can tell which.
-fn date(t: rustls::pki_types::UnixTime) -> String {
-    httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(t.as_secs()))
 }
