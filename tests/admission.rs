@@ -112,7 +112,10 @@ fn every_manifest_in_deploy_passes_a_server_side_dry_run_under_restricted() {
     restrict(&cluster, &ns.name);
     let mut rendered: Vec<(String, String)> = Vec::new();
     for path in files_under(&repo_root().join("deploy/kubernetes")) {
-        rendered.push((path.strip_prefix(repo_root()).unwrap().display().to_string(), std::fs::read_to_string(&path).unwrap()));
+        rendered.push((
+            path.strip_prefix(repo_root()).unwrap().display().to_string(),
+            std::fs::read_to_string(&path).unwrap(),
+        ));
     }
     for overlay in ["example", "sidecar-example"] {
         let dir = repo_root().join("deploy/kustomize").join(overlay);
@@ -130,9 +133,15 @@ fn every_manifest_in_deploy_passes_a_server_side_dry_run_under_restricted() {
             .arg(&values)
             .output()
             .unwrap();
-        assert!(out.status.success(), "helm template with {}: {}", values.display(), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "helm template with {}: {}",
+            values.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         let name = values.file_name().unwrap().to_string_lossy();
-        rendered.push((format!("the chart with deploy/helm/{name} (rendered)"), String::from_utf8(out.stdout).unwrap()));
+        rendered
+            .push((format!("the chart with deploy/helm/{name} (rendered)"), String::from_utf8(out.stdout).unwrap()));
     }
 
     let (mut objects, mut pods) = (0, 0);
@@ -148,14 +157,21 @@ fn every_manifest_in_deploy_passes_a_server_side_dry_run_under_restricted() {
     let skipped: Vec<_> = files_under(&repo_root().join("deploy"))
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .filter(|p| !["kubernetes", "kustomize", "helm", "policy"].iter().any(|d| p.starts_with(repo_root().join("deploy").join(d))))
+        .filter(|p| {
+            !["kubernetes", "kustomize", "helm", "policy"]
+                .iter()
+                .any(|d| p.starts_with(repo_root().join("deploy").join(d)))
+        })
         .map(|p| p.strip_prefix(repo_root()).unwrap().display().to_string())
         .collect();
-    assert_eq!(skipped, ["deploy/compose/compose.yaml", "deploy/prometheus/podmonitor.yaml"], "a new kind of manifest?");
+    assert_eq!(
+        skipped,
+        ["deploy/compose/compose.yaml", "deploy/prometheus/podmonitor.yaml"],
+        "a new kind of manifest?"
+    );
 
     // The recipe as written, without the two flags a dry run refuses (it cannot attach).
-    let recipe: Vec<String> =
-        kubectl_run_recipe().into_iter().filter(|a| a != "--rm" && a != "-i").collect();
+    let recipe: Vec<String> = kubectl_run_recipe().into_iter().filter(|a| a != "--rm" && a != "-i").collect();
     let mut args: Vec<&str> = vec!["-n", &ns.name];
     args.extend(recipe.iter().map(String::as_str));
     let dashes = args.iter().position(|a| *a == "--").unwrap();
@@ -165,7 +181,9 @@ fn every_manifest_in_deploy_passes_a_server_side_dry_run_under_restricted() {
     assert!(out.status.success() && !stderr.contains("Warning:"), "the kubectl run recipe: {stderr}");
     let pod: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(pod["spec"]["containers"][0]["image"], PLACEHOLDER_IMAGE, "{pod}");
-    eprintln!("admission: {objects} objects, {pods} templates as pods and the kubectl run pod admitted under restricted");
+    eprintln!(
+        "admission: {objects} objects, {pods} templates as pods and the kubectl run pod admitted under restricted"
+    );
     assert!(objects >= 14 && pods >= 9, "{objects} objects, {pods} pods: is every file read?");
 }
 
@@ -222,8 +240,12 @@ fn job_image(cluster: &Cluster) -> String {
                 .unwrap();
             assert!(out.status.success(), "buildah build: {}", String::from_utf8_lossy(&out.stderr));
             let archive = context.path().join("job.tar");
-            let out =
-                crate::image::buildah().arg("push").arg(tag).arg(format!("oci-archive:{}:{tag}", archive.display())).output().unwrap();
+            let out = crate::image::buildah()
+                .arg("push")
+                .arg(tag)
+                .arg(format!("oci-archive:{}:{tag}", archive.display()))
+                .output()
+                .unwrap();
             assert!(out.status.success(), "buildah push: {}", String::from_utf8_lossy(&out.stderr));
             cluster.import_image(&archive);
             tag.to_string()
@@ -263,10 +285,9 @@ fn the_exec_mode_job_runs_to_completion_once_the_provider_serves() {
         None,
     );
     let job_file = repo_root().join("deploy/kubernetes/job-exec.yaml");
-    let mut job: Value = serde_json::from_str(&cluster.kubectl_ok(
-        &["create", "--dry-run=client", "-o", "json", "-f", job_file.to_str().unwrap()],
-        None,
-    ))
+    let mut job: Value = serde_json::from_str(
+        &cluster.kubectl_ok(&["create", "--dry-run=client", "-o", "json", "-f", job_file.to_str().unwrap()], None),
+    )
     .unwrap();
     // What the test adds to the Job as written: the host's network (the node's only kind), the
     // local image, and how to reach and trust the provider on loopback. Nothing else changes.
@@ -281,7 +302,10 @@ fn the_exec_mode_job_runs_to_completion_once_the_provider_serves() {
     assert!(env.iter().any(|e| e["name"] == "WAIT_FOR_IDP_ISSUER" && e["value"] == RECIPE_ISSUER), "{env:?}");
     env.push(json!({"name": "WAIT_FOR_IDP_CONNECT_TO", "value": format!("sso.example.com:443:127.0.0.1:{port}")}));
     env.push(json!({"name": "WAIT_FOR_IDP_CA_FILE", "value": format!("{CA_DIR}/ca.pem")}));
-    container["volumeMounts"].as_array_mut().unwrap().push(json!({"name": "idp-ca", "mountPath": CA_DIR, "readOnly": true}));
+    container["volumeMounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "idp-ca", "mountPath": CA_DIR, "readOnly": true}));
     cluster.kubectl_ok(&["-n", &ns.name, "create", "-f", "-"], Some(&job.to_string()));
 
     // The gate runs and finds nothing listening: the Job's pod waits, no attempt fails.
@@ -456,7 +480,13 @@ fn the_policy_gates_opted_in_pods_that_set_the_issuer_and_only_those() {
     let copied: Vec<&str> = gate["env"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
     assert_eq!(
         copied,
-        ["OAUTH2_PROXY_OIDC_ISSUER_URL", "OAUTH2_PROXY_PROVIDER_CA_FILES", "HTTPS_PROXY", "NO_PROXY", "WAIT_FOR_IDP_TIMEOUT"],
+        [
+            "OAUTH2_PROXY_OIDC_ISSUER_URL",
+            "OAUTH2_PROXY_PROVIDER_CA_FILES",
+            "HTTPS_PROXY",
+            "NO_PROXY",
+            "WAIT_FOR_IDP_TIMEOUT"
+        ],
         "{gate}"
     );
     assert_eq!(gate["env"][0]["value"], issuer);
@@ -502,7 +532,8 @@ fn a_deployment_without_the_gate_gets_it_from_the_policy_and_waits_for_the_provi
     ca_configmap(&cluster, &ns.name, &ca);
     let slot = Reserved::new();
     let issuer = slot.issuer("/realms/main");
-    let probe = app_pod("probe", json!({}), json!([{"name": "OAUTH2_PROXY_OIDC_ISSUER_URL", "value": issuer}]), json!([]));
+    let probe =
+        app_pod("probe", json!({}), json!([{"name": "OAUTH2_PROXY_OIDC_ISSUER_URL", "value": issuer}]), json!([]));
     cluster.wait_for("the policy to take effect", || !injected(&cluster, &ns.name, &probe).is_empty());
 
     // An application as the oauth2-proxy chart renders it with deploy/helm's values, minus the
@@ -536,7 +567,9 @@ fn a_deployment_without_the_gate_gets_it_from_the_policy_and_waits_for_the_provi
     let pod = || cluster.get_json(&["-n", &ns.name, "pods", "-l", "app=gated"])["items"][0].clone();
     cluster.wait_for("the pod's gate to try the provider", || {
         let p = pod();
-        !p.is_null() && logs(&cluster, &ns.name, p["metadata"]["name"].as_str().unwrap(), Some("wait-for-idp")).contains("connection refused")
+        !p.is_null()
+            && logs(&cluster, &ns.name, p["metadata"]["name"].as_str().unwrap(), Some("wait-for-idp"))
+                .contains("connection refused")
     });
     let waiting = pod();
     let name = waiting["metadata"]["name"].as_str().unwrap().to_string();
@@ -544,7 +577,10 @@ fn a_deployment_without_the_gate_gets_it_from_the_policy_and_waits_for_the_provi
     assert_eq!(waiting["status"]["phase"], "Pending", "{}", waiting["status"]);
     assert!(!waiting["status"]["initContainerStatuses"][0]["state"]["running"].is_null(), "{}", waiting["status"]);
 
-    let provider = slot.listen(tls_mode(ca.leaf(&["localhost"])), serve_at(&format!("/realms/main{WELL_KNOWN}"), discovery_doc(&issuer)));
+    let provider = slot.listen(
+        tls_mode(ca.leaf(&["localhost"])),
+        serve_at(&format!("/realms/main{WELL_KNOWN}"), discovery_doc(&issuer)),
+    );
     cluster.wait_for("the gated pod to run", || pod()["status"]["phase"] == "Running");
     let status = pod()["status"].clone();
     let gate = &status["initContainerStatuses"][0];
