@@ -9,6 +9,7 @@
 
 mod support;
 
+mod cluster;
 mod completions;
 mod compose;
 mod configuration;
