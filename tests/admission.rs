@@ -16,6 +16,7 @@
 //!
 //! The network rule holds throughout: host-network pods, and the provider on 127.0.0.1.
 
+use crate::support::cluster::{Cluster, cluster};
 use crate::support::*;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;

@@ -9,6 +9,7 @@
 
 mod support;
 
+mod admission;
 mod cluster;
 mod completions;
 mod compose;
