@@ -66,7 +66,7 @@ cmdline() { # cmdline NAME: the command that runs component NAME
       --bind-address=127.0.0.1 --secure-port=10257 \
       --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
       --use-service-account-credentials=true --leader-elect=false \
-      --service-cluster-ip-range=127.0.100.0/24 --controllers='*,-nodeipam' ;;
+      --service-cluster-ip-range=127.0.100.0/24 --controllers=*,-nodeipam ;;
     scheduler) echo kube-scheduler --kubeconfig="$pki/scheduler.kubeconfig" \
       --authentication-kubeconfig="$pki/scheduler.kubeconfig" \
       --authorization-kubeconfig="$pki/scheduler.kubeconfig" \
@@ -75,14 +75,16 @@ cmdline() { # cmdline NAME: the command that runs component NAME
   esac
 }
 
-start() { # start NAME: launches it (its own process group, output appended to its log)
-  local line
+start() { # start NAME: launches it (its own session, output appended to its log)
+  local - line
+  set -f # the command line is split into words, never globbed (--controllers=*,-nodeipam)
   line=$(cmdline "$1") || { echo "error: unknown component $1"; return 1; }
   if [ -n "${PID[$1]:-}" ] && kill -0 "${PID[$1]}" 2>/dev/null; then return 0; fi
   echo "---- start $(date +%H:%M:%S.%N)" >>"$logs/$1.log"
-  # The paths have no spaces (WORK_DIR is the fixture's own), so word splitting is safe here.
+  # The paths have no spaces (WORK_DIR is the fixture's own), so word splitting is safe here. The
+  # lock (fd 9) stays with the supervisor: a component that outlived it must not hold it.
   # shellcheck disable=SC2086
-  setsid $line >>"$logs/$1.log" 2>&1 </dev/null &
+  setsid $line >>"$logs/$1.log" 2>&1 </dev/null 9>&- &
   PID[$1]=$!
   echo "${PID[$1]}" >"$W/pids/$1"
   log "started $1 (pid ${PID[$1]})"
