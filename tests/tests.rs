@@ -9,6 +9,8 @@
 
 mod support;
 
+mod admission;
+mod cluster;
 mod completions;
 mod compose;
 mod configuration;

@@ -21,6 +21,8 @@
    versions that have them (1.29 and later, 1.29 itself always); the gate serves (--serve, as its
    --dry-run says) on a port of its own container, and its startupProbe asks that port for /readyz.
    The PodMonitor example selects the sidecar recipe's pods and scrapes /metrics on that port.
+8. deploy/policy/ (a MutatingAdmissionPolicy and its bindings) passes the schema for 1.36 and 1.37,
+   whatever -k says: the API is served from 1.36. What it injects is checked on a real API server.
 
 Usage: check_deploy.py --bin PATH --kubectl PATH --helm PATH --ca PEM --token FILE -k 1.25 -k 1.37
 Prints one line per check and a closing "deploy: N passed, M failed".
@@ -126,6 +128,18 @@ def podmonitor_check():
           monitor.get("kind") == "PodMonitor" and selector.items() <= labels.items(), f"{selector} vs {labels}")
     check("deploy/prometheus/podmonitor.yaml: scrapes /metrics on the gate's port",
           any(e.get("path") == "/metrics" and port_number(gate, e.get("port")) for e in endpoints), f"{endpoints}")
+
+
+POLICIES_FROM = ("1.36", "1.37")
+
+
+def policy_check():
+    """deploy/policy/: the MutatingAdmissionPolicy and its bindings (admissionregistration.k8s.io/v1,
+    served from 1.36) pass the schema. What they inject is checked on a real API server
+    (tests/admission.rs), since only that evaluates the CEL."""
+    for path in sorted((DEPLOY / "policy").glob("*.yaml")):
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        validate_schema(path.relative_to(ROOT).as_posix(), docs, POLICIES_FROM)
 
 
 def validate_schema(where, docs, versions):
@@ -444,6 +458,7 @@ def main():
     check("every rendering contains a wait-for-idp container", gates >= 5, f"found {gates}")
     check("the sidecar recipes render (manifest, kustomize, helm)", sidecars >= 3, f"found {sidecars}")
     podmonitor_check()
+    policy_check()
     templated_values(args)
     kubectl_run_recipe_check(args)
     print(f"\ndeploy: {RESULTS['passed']} passed, {RESULTS['failed']} failed")

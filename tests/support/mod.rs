@@ -1,6 +1,7 @@
 //! Test support: a throwaway CA made at test time, a real local HTTPS provider whose behaviour
 //! each test scripts, and a runner for the real binary. Everything listens on loopback only.
 
+pub mod cluster;
 mod gate;
 mod metadata;
 mod pki;

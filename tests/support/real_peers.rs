@@ -184,6 +184,11 @@ impl Drop for Keycloak {
 impl Keycloak {
     /// Starts Keycloak cold (an empty database) and returns at once: it serves later.
     pub fn start(ca: &TestCa, mode: KeycloakMode, dir: &Path) -> Keycloak {
+        Keycloak::start_on(ca, mode, dir, free_port())
+    }
+
+    /// As [`Keycloak::start`], serving HTTPS on `https_port` (for an issuer named before it starts).
+    pub fn start_on(ca: &TestCa, mode: KeycloakMode, dir: &Path, https_port: u16) -> Keycloak {
         let (home, tag) = match &mode {
             KeycloakMode::Dev => (real_dir().join(format!("keycloak-dev-{KEYCLOAK_VERSION}")), "dev"),
             KeycloakMode::Production { .. } => (real_dir().join(format!("keycloak-prod-{KEYCLOAK_VERSION}")), "prod"),
@@ -205,7 +210,7 @@ impl Keycloak {
         std::fs::create_dir_all(home.join("data/import")).unwrap();
         let realm = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real/keycloak/realm-main.json");
         std::fs::copy(realm, home.join("data/import/realm-main.json")).unwrap();
-        let (https_port, http_port, management_port) = (free_port(), free_port(), free_port());
+        let (http_port, management_port) = (free_port(), free_port());
         let hostname = match &mode {
             KeycloakMode::Production { hostname, .. } => {
                 Some(hostname.clone().unwrap_or_else(|| format!("https://localhost:{https_port}")))
