@@ -563,7 +563,10 @@ fn the_api_servers_own_issuer_through_a_restart() {
     // With the gate: the node's own restart of the pod, and no other.
     assert_eq!(after[0] - before[0], 1, "with the gate the consumer must start once: {}", consumer(gate));
     let gated = consumer(gate);
-    assert_eq!(gated["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"], 0, "{gated}");
+    // Ready, not failing open (which also exits 0 and starts the consumer).
+    let gate_ended = &gated["status"]["initContainerStatuses"][0]["state"]["terminated"];
+    assert_eq!(gate_ended["exitCode"], 0, "{gated}");
+    assert!(gate_ended["message"].as_str().is_some_and(|m| m.starts_with("ready: ")), "{gated}");
     // Without it: the node's restart and at least one crash on the missing JWKS.
     assert!(after[1] - before[1] >= 2, "without the gate the consumer crash-loops: {}", consumer(nogate));
     k.assert_loopback_only();
