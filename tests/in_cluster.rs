@@ -80,6 +80,40 @@ fn bearer_token_goes_to_the_discovery_origin_only_and_is_never_printed() {
     drop(api);
 }
 
+/// The Kubernetes API server negotiates content as go-restful does: its JWKS route produces
+/// `application/jwk-set+json` only, and a request whose Accept names neither that nor `*/*` gets
+/// 406 (measured on kube-apiserver v1.36.3, tests/cluster.rs). Go's net/http sends no Accept
+/// header, so jwx and go-oidc never meet the 406; the gate sends none either.
+#[test]
+fn no_accept_header_as_go_sends_none_so_the_api_servers_jwks_answers() {
+    let ca = TestCa::new();
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
+    let mut doc: Value = serde_json::from_str(&discovery_doc(&iss)).unwrap();
+    doc["jwks_uri"] = Value::String(format!("{iss}/openid/v1/jwks"));
+    let doc = doc.to_string();
+    let api = slot.listen(
+        tls_mode(ca.leaf(&["localhost"])),
+        Arc::new(move |req, _| {
+            let produces = if req.path.ends_with("/jwks") { "application/jwk-set+json" } else { "application/json" };
+            match req.header("accept") {
+                Some(accept) if !accept.contains(produces) && !accept.contains("*/*") => {
+                    Reply::json(406, r#"{"kind":"Status","status":"Failure","message":"406: Not Acceptable"}"#)
+                }
+                _ if req.path.ends_with("/jwks") => Reply::json(200, jwks_body()),
+                _ => Reply::json(200, doc.clone()),
+            }
+        }),
+    );
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--check-jwks", "--once"]);
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    for seen in api.seen.lock().unwrap().iter() {
+        assert_eq!(seen.header("accept"), None, "{} asked with an Accept header", seen.path);
+    }
+}
+
 /// A server that echoes the request's `Authorization` header into its error page, and into a
 /// document it serves: the token appears in nothing the gate prints or writes (log, JSON,
 /// termination message, the `--once` summary).

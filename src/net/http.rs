@@ -239,7 +239,9 @@ fn agent_config(write_buffer: usize) -> ureq::config::Config {
         .input_buffer_size(READ_BUFFER)
         .output_buffer_size(write_buffer)
         .user_agent(concat!("wait-for-idp/", env!("CARGO_PKG_VERSION")))
-        .accept("application/json")
+        // No Accept header, as Go's net/http sends none: the Kubernetes API server serves its
+        // JWKS as application/jwk-set+json only and answers `Accept: application/json` with 406.
+        .accept(ureq::config::AutoHeaderValue::None)
         .build()
 }
 
