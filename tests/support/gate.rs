@@ -2,6 +2,7 @@
 
 use super::pki::TestCa;
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -42,10 +43,21 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_wait-for-idp")
 }
 
-/// The binary with a clean environment: no proxies, no WAIT_FOR_IDP_* from the developer's shell.
+/// The binary with a clean environment: no proxies, no WAIT_FOR_IDP_* from the developer's shell;
+/// and SIGTERM and SIGINT at their defaults, whatever the suite inherited. A suite started in the
+/// background by a shell without job control (`bash .ci/run &`) inherits SIGINT ignored, which
+/// the gate rightly keeps ignored; a test that wants that sets it itself.
 pub fn gate() -> Command {
     let mut cmd = Command::new(bin());
     cmd.env_clear();
+    // SAFETY: signal(2) is async-signal-safe, and the closure touches nothing else.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
 }
