@@ -173,25 +173,30 @@ struct Release<'a> {
 }
 
 /// deploy/helm/oauth2-proxy-values.yaml as a user fills it in for this cluster: the issuer (a
-/// local Keycloak), the gate's image (imported, so `imagePullPolicy: Never`), and Keycloak's CA
-/// (a test CA, which a provider with a public certificate would not need) added to the shared
-/// variables and mounted into the gate. Each replacement is checked, so the file cannot drift
+/// local Keycloak) as its one value, the gate's image (imported, so `imagePullPolicy: Never`),
+/// and Keycloak's CA (a test CA, which a provider with a public certificate would not need) added
+/// beside the issuer for the proxy (`extraEnv`) and the gate (the ConfigMap) and mounted into the
+/// gate. Each replacement is checked, so the file cannot drift
 /// away from what the test installs.
 fn filled_values(issuer: &str, gate: &str) -> String {
     let shipped = std::fs::read_to_string(repo_root().join("deploy/helm/oauth2-proxy-values.yaml")).unwrap();
     let mut values = shipped.clone();
+    let ca = "/etc/provider-ca/ca.pem";
     for (from, to) in [
+        ("oidcIssuerUrl: https://sso.example.com/realms/main\n", format!("oidcIssuerUrl: {issuer}\n")),
         (
-            "    value: https://sso.example.com/realms/main\n",
-            format!(
-                "    value: {issuer}\n  - name: OAUTH2_PROXY_PROVIDER_CA_FILES\n    value: /etc/provider-ca/ca.pem\n"
-            ),
+            "    value: \"{{ .Values.oidcIssuerUrl }}\"\n",
+            format!("    value: \"{{{{ .Values.oidcIssuerUrl }}}}\"\n  - name: OAUTH2_PROXY_PROVIDER_CA_FILES\n    value: {ca}\n"),
+        ),
+        (
+            "      OAUTH2_PROXY_OIDC_ISSUER_URL: \"{{ .Values.oidcIssuerUrl }}\"\n",
+            format!("      OAUTH2_PROXY_OIDC_ISSUER_URL: \"{{{{ .Values.oidcIssuerUrl }}}}\"\n      OAUTH2_PROXY_PROVIDER_CA_FILES: {ca}\n"),
         ),
         ("YOUR_REGISTRY/wait-for-idp:0.1.0", gate.to_string()),
         ("    imagePullPolicy: IfNotPresent\n", "    imagePullPolicy: Never\n".to_string()),
         (
-            "    env: *oidc-env\n",
-            "    env: *oidc-env\n    volumeMounts: [{name: provider-ca, mountPath: /etc/provider-ca, readOnly: true}]\n"
+            "          name: oauth2-proxy-oidc\n",
+            "          name: oauth2-proxy-oidc\n    volumeMounts: [{name: provider-ca, mountPath: /etc/provider-ca, readOnly: true}]\n"
                 .to_string(),
         ),
     ] {
