@@ -257,15 +257,7 @@ fn job_image(cluster: &Cluster) -> String {
                 .output()
                 .unwrap();
             assert!(out.status.success(), "buildah build: {}", String::from_utf8_lossy(&out.stderr));
-            let archive = context.path().join("job.tar");
-            let out = crate::image::buildah()
-                .arg("push")
-                .arg(tag)
-                .arg(format!("oci-archive:{}:{tag}", archive.display()))
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "buildah push: {}", String::from_utf8_lossy(&out.stderr));
-            cluster.import_image(&archive);
+            cluster.import_from_buildah(tag, tag, &context.path().join("job.tar"));
             tag.to_string()
         })
         .clone()

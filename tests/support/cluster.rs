@@ -243,17 +243,23 @@ impl Cluster {
             let name = "localhost/wait-for-idp/gate:test";
             let archive = self.dir.join("gate.tar");
             let _ = std::fs::remove_file(&archive);
-            let out = crate::image::buildah()
-                .arg("push")
-                .arg(&built)
-                .arg(format!("oci-archive:{}:{name}", archive.display()))
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "buildah push failed:\n{}", String::from_utf8_lossy(&out.stderr));
-            self.import_image(&archive);
+            self.import_from_buildah(&built, name, &archive);
             name.to_string()
         })
         .clone()
+    }
+
+    /// Takes an image from buildah's storage into the node's as `name`, through an OCI archive
+    /// at `archive`.
+    pub fn import_from_buildah(&self, image: &str, name: &str, archive: &Path) {
+        let out = crate::image::buildah()
+            .arg("push")
+            .arg(image)
+            .arg(format!("oci-archive:{}:{name}", archive.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "buildah push {image}: {}", String::from_utf8_lossy(&out.stderr));
+        self.import_image(archive);
     }
 
     /// Imports an OCI archive into the node's image store (`ctr images import`); pods use it with
