@@ -29,7 +29,8 @@ pub fn document(data: &[u8]) {
     };
     for kind in [MetadataKind::Oidc, MetadataKind::OAuth] {
         for strict in [false, true] {
-            let rules = Rules { kind, strict, skip_issuer_check: false };
+            let client = if strict { crate::rules::client::Client::ToolHive } else { Default::default() };
+            let rules = Rules { kind, strict, skip_issuer_check: false, client };
             if let Ok(doc) = validate_document(body, &issuer, rules) {
                 assert_eq!(doc.issuer, issuer, "accepted a document for another issuer");
                 if kind == MetadataKind::Oidc {

@@ -15,7 +15,7 @@ fn doc(name: &str) -> (Vec<u8>, String) {
 }
 
 fn rules(strict: bool) -> Rules {
-    Rules { kind: MetadataKind::Oidc, strict, skip_issuer_check: false }
+    Rules { kind: MetadataKind::Oidc, strict, skip_issuer_check: false, client: Default::default() }
 }
 
 #[test]

@@ -168,7 +168,7 @@ proptest! {
     #[test]
     fn documents_never_pass_for_another_issuer_or_without_keys((body, names) in document(), strict in any::<bool>()) {
         for kind in [MetadataKind::Oidc, MetadataKind::OAuth] {
-            let rules = Rules { kind, strict, skip_issuer_check: false };
+            let rules = Rules { kind, strict, skip_issuer_check: false, client: Default::default() };
             if let Ok(doc) = validate_document(body.as_bytes(), ISSUER, rules) {
                 prop_assert_eq!(&doc.issuer, ISSUER, "{}", body);
                 let issuers = names.iter().filter(|n| ["issuer", "Issuer", "ISSUER", "iſſuer"].contains(n)).count();
@@ -183,7 +183,7 @@ proptest! {
     #[test]
     fn document_validation_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
         for kind in [MetadataKind::Oidc, MetadataKind::OAuth] {
-            let _ = validate_document(&bytes, ISSUER, Rules { kind, strict: true, skip_issuer_check: false });
+            let _ = validate_document(&bytes, ISSUER, Rules { kind, strict: true, skip_issuer_check: false, client: Default::default() });
         }
     }
 }

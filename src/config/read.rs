@@ -7,6 +7,7 @@ use super::{
     Serve, Source, Target, TerminationLog, Timing, connect_to, files, header_files, trust,
 };
 use crate::rules::authorization_server::Rules;
+use crate::rules::client::Client;
 use crate::settings::{self, Given, Id, Then, ThenCommand};
 use crate::url;
 use std::collections::{BTreeMap, HashSet};
@@ -161,10 +162,22 @@ impl Values {
         for raw in discovery_url.iter().chain(&jwks_url) {
             check_url(raw, url::check_fetched, notices)?;
         }
+        let client: Client = inputs.choice(Id::Client)?;
+        // Given false, it is ToolHive's allow_private_ips.
+        let allow_private = inputs.single(Id::RefusePrivateAddresses).is_some();
+        let mut refuse_private = inputs.switch(Id::RefusePrivateAddresses)?;
+        for raw in &issuers {
+            let Ok(parts) = url::split(&raw.value) else { continue };
+            if let Some(why) = client.issuer_problem(parts.scheme, parts.authority) {
+                return Err(raw.invalid(format!("an https issuer with {} toolhive: {why}", Id::Client.flag())));
+            }
+            refuse_private |= client.refuses_private(parts.authority, allow_private);
+        }
         let rules = Rules {
             kind: inputs.choice(Id::Metadata)?,
             strict: inputs.switch(Id::Strict)?,
             skip_issuer_check: inputs.switch(Id::SkipIssuerCheck)?,
+            client,
         };
         if rules.skip_issuer_check {
             notices.push(Notice::Warning(format!(
@@ -178,10 +191,16 @@ impl Values {
             Some(raw) => TerminationLog { path: PathBuf::from(raw.value), create: true },
             None => TerminationLog { path: PathBuf::from(settings::TERMINATION_LOG), create: false },
         };
+        let timeout = inputs.duration(Id::Timeout)?.0;
+        let attempt = inputs.duration(Id::AttemptTimeout)?;
         Ok(Values {
-            timeout: inputs.duration(Id::Timeout)?.0,
+            // The client's own limit, unless --attempt-timeout is given: none is the whole wait.
+            attempt_timeout: match (attempt.1, client.attempt_limit()) {
+                (None, Some(limit)) => limit.unwrap_or(timeout),
+                _ => attempt.0,
+            },
+            timeout,
             interval: inputs.duration(Id::Interval)?.0,
-            attempt_timeout: inputs.duration(Id::AttemptTimeout)?.0,
             max_attempts: inputs.count(Id::MaxAttempts)?,
             successes: inputs.count(Id::Successes)?,
             fail_closed: once || inputs.switch(Id::FailClosed)?,
@@ -190,7 +209,7 @@ impl Values {
             token_file,
             check_jwks: jwks_url.is_some() || inputs.switch(Id::CheckJwks)?,
             refuse_legacy_auth: inputs.switch(Id::RefuseLegacyAuth)?,
-            refuse_private_addresses: inputs.switch(Id::RefusePrivateAddresses)?,
+            refuse_private_addresses: refuse_private,
             output: inputs.choice(Id::Output)?,
             termination_log,
             serve: read_serve(inputs, notices)?,

@@ -399,6 +399,7 @@ fn every_setting_in_the_table_is_read() {
         let value = match s.id {
             Id::Issuer | Id::Resource | Id::DiscoveryUrl | Id::JwksUrl => "https://h/x",
             Id::Metadata => "auto",
+            Id::Client => "toolhive",
             Id::Output | Id::LogFormat => "json",
             Id::LogLevel => "debug",
             Id::Timeout | Id::Interval | Id::AttemptTimeout | Id::WatchInterval => "2s",
@@ -440,6 +441,7 @@ fn a_choice_setting_takes_every_word_its_row_lists() {
             let (config, mode) = (&loaded.config, &loaded.mode);
             let read = match s.id {
                 Id::Metadata => config.checks.rules.kind.word(),
+                Id::Client => config.checks.rules.client.word(),
                 Id::Output => config.output.word(),
                 Id::LogLevel => mode.log_level.word(),
                 Id::LogFormat => if mode.log_json { Output::Json } else { Output::Text }.word(),
@@ -501,4 +503,35 @@ fn a_connect_to_rule_matching_nothing_known_is_said() {
     assert!(said(&jwks, &[]).is_empty());
     let v6 = ["--issuer", "https://[::1]:8443/x", "--connect-to", "[::1]:8443:127.0.0.1:9443"];
     assert!(warnings(&v6, &[]).iter().all(|w| !w.contains("matches none")));
+}
+
+/// `--client`: the guarded client's time limit unless `--attempt-timeout` is given, its issuer
+/// rule before any waiting, and its private-address guard unless it is allowed or loopback.
+#[test]
+fn the_client_brings_its_own_limit_issuer_rule_and_address_guard() {
+    let attempt = |args: &[&str]| load(args, &[]).unwrap().config.timing.attempt_timeout;
+    let thv = ["--issuer", "https://idp.example", "--client", "toolhive"];
+    assert_eq!(attempt(&thv), Duration::from_secs(10));
+    assert_eq!(
+        attempt(&["--issuer", "https://h", "--client", "oauth2-proxy", "--timeout", "90s"]),
+        Duration::from_secs(90)
+    );
+    assert_eq!(
+        attempt(&["--issuer", "https://h", "--client", "go-oidc", "--attempt-timeout", "3s"]),
+        Duration::from_secs(3)
+    );
+    assert_eq!(attempt(&["--issuer", "https://h"]), Duration::from_secs(5), "the default keeps today's");
+    let refuse = |args: &[&str]| load(args, &[]).unwrap().config.checks.refuse_private_addresses;
+    assert!(refuse(&thv) && !refuse(&["--issuer", "https://idp.example"]));
+    assert!(!refuse(&["--issuer", "https://idp.example", "--client", "toolhive", "--refuse-private-addresses=false"]));
+    assert!(!refuse(&["--issuer", "http://127.0.0.1:8080", "--client", "toolhive"]));
+    let e = load(&["--issuer", "http://idp.svc:8080", "--client", "toolhive"], &[]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("--issuer: 'http://idp.svc:8080' is not valid") && e.contains("endpoint must use HTTPS"),
+        "{e}"
+    );
+    let e = load(&["--issuer", "https://h", "--client", "keycloak"], &[]).unwrap_err().to_string();
+    assert!(e.contains("toolhive"), "{e}");
+    let env = load(&["--issuer", "https://h"], &[("WAIT_FOR_IDP_CLIENT", "toolhive")]).unwrap();
+    assert_eq!(env.config.checks.rules.client, crate::rules::client::Client::ToolHive);
 }

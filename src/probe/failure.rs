@@ -293,8 +293,8 @@ pub(super) fn refused_address(resolved: &[(String, Vec<IpAddr>)]) -> Option<Fail
     let article = if range.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
     let message = format!(
         "{host} resolves to {ip}, {article} {range} address: an SSRF-guarded client refuses it (ToolHive: \"the provided \
-         URL redirects to a private IP address, which is not allowed\"; its --jwks-allow-private-ip allows it), \
-         and --refuse-private-addresses has the gate do the same"
+         URL redirects to a private IP address, which is not allowed\"; its allow_private_ips or \
+         --jwks-allow-private-ip allows it, as --refuse-private-addresses=false does the gate's), and the gate does the same"
     );
     let cause = Cause::PrivateAddress { host: host.clone(), address: *ip };
     Some(Failure::of(FailureClass::PrivateAddress, cause, message))

@@ -93,8 +93,11 @@ fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
         DocumentProblem::Body(BodyProblem::NotUtf8 { .. } | BodyProblem::Repaired { .. }) => FailureClass::Body,
         DocumentProblem::Body(_) | DocumentProblem::Json(_) | DocumentProblem::Duplicate(_) => FailureClass::Json,
         DocumentProblem::IssuerMismatch { .. } => FailureClass::IssuerMismatch,
-        DocumentProblem::MissingField(_) | DocumentProblem::NotHttps(_) => FailureClass::MissingField,
+        DocumentProblem::MissingField(_) | DocumentProblem::NotHttps(_) | DocumentProblem::Refused(_) => {
+            FailureClass::MissingField
+        }
     };
+    let conclusive = conclusive(&problem);
     let message = match class {
         FailureClass::Json => format!(
             "{problem} (Content-Type {}, starts {:?})",
@@ -108,7 +111,26 @@ fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
         DocumentProblem::Duplicate(_) => (Some("issuer"), None),
         _ => (None, None),
     };
-    Failure::of(class, Cause::Document { member, found }, message)
+    Failure::of(class, Cause::Document { member, found }, message).with(|f| f.conclusive = conclusive)
+}
+
+/// A document problem that no provider's start-up changes (docs/ready.md, "What waiting cannot
+/// fix"): the guarded client's own refusal, or an issuer that differs from the configured one
+/// only by a trailing `/` or by the scheme's default port written out. Keycloak, Hydra and
+/// oauth2-proxy each fix their issuer before their port opens; a realm's later `frontendUrl`
+/// changes its host or path, never these.
+fn conclusive(problem: &DocumentProblem) -> bool {
+    let canonical = |s: &str| {
+        let s = s.strip_suffix('/').unwrap_or(s);
+        let Ok(p) = url::split(s) else { return s.to_string() };
+        let port = p.port.filter(|port| *port != url::default_port(p.scheme)).map(|port| format!(":{port}"));
+        format!("{}://{}{}{}", p.scheme, p.host, port.unwrap_or_default(), p.path)
+    };
+    match problem {
+        DocumentProblem::Refused(_) => true,
+        DocumentProblem::IssuerMismatch { expected, found } => canonical(expected) == canonical(found),
+        _ => false,
+    }
 }
 
 /// Fetches the keys (`--jwks-url`, else `jwks_uri`) under the same TLS rules and requires a

@@ -346,7 +346,9 @@ impl Attempt<'_> {
         if self.checks.refuse_private_addresses
             && let Some(refused) = refused_address(&self.track.progress.resolved())
         {
-            return Err(refused.at(link, context));
+            // The guarded client's own refusal (ToolHive's): final.
+            let own = self.checks.rules.client == crate::rules::client::Client::ToolHive;
+            return Err(refused.at(link, context).with(|f| f.conclusive = own));
         }
         Ok(())
     }
@@ -411,7 +413,7 @@ mod tests {
 
     fn checks(kind: MetadataKind, jwks_url: Option<&str>) -> Checks {
         Checks {
-            rules: Rules { kind, strict: false, skip_issuer_check: false },
+            rules: Rules { kind, strict: false, skip_issuer_check: false, client: Default::default() },
             check_jwks: jwks_url.is_some(),
             jwks_url: jwks_url.map(str::to_string),
             token_file: None,

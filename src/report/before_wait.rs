@@ -240,6 +240,7 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
             _ => "derived from the issuer".to_string(),
         },
         Id::Metadata => checks.rules.kind.word().to_string(),
+        Id::Client => checks.rules.client.word().to_string(),
         Id::SkipIssuerCheck => on(checks.rules.skip_issuer_check),
         Id::Strict => on(checks.rules.strict),
         Id::CheckJwks => on(checks.check_jwks),

@@ -22,6 +22,9 @@ pub(crate) fn text(f: &Failure) -> String {
     }
     match &f.summary {
         Some(summary) => format!("{summary} ({text})"),
+        None if f.conclusive && f.class != crate::probe::FailureClass::Tls => {
+            format!("waiting cannot fix this: {text}")
+        }
         None => text,
     }
 }
@@ -49,6 +52,8 @@ pub(crate) struct LastFailure<'a> {
     host: Option<String>,
     /// The proxy the request went through (credentials hidden), else `null`.
     proxy: Option<&'a str>,
+    /// Waiting cannot change it (docs/ready.md, "What waiting cannot fix").
+    conclusive: bool,
 }
 
 impl<'a> LastFailure<'a> {
@@ -63,6 +68,7 @@ impl<'a> LastFailure<'a> {
             stage: f.cause.stage().map(|s| s.as_str()),
             host: f.cause.host().map(str::to_string).or_else(url_host),
             proxy: f.proxy.as_deref(),
+            conclusive: f.conclusive,
         }
     }
 }

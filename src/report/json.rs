@@ -302,6 +302,7 @@ mod tests {
                 "stage": null,
                 "host": "idp.example",
                 "proxy": null,
+                "conclusive": false,
             })
         );
         assert_eq!(
@@ -347,7 +348,7 @@ mod tests {
             (Some(Verdict::DeadlineReached), Stopped::By(1), "deadline-reached"),
             (None, Stopped::Deadline, "deadline-reached"),
             (Some(Verdict::AttemptsExhausted), Stopped::Deadline, "attempts-exhausted"),
-            (Some(Verdict::Conclusive), Stopped::Deadline, "certificate-rejected"),
+            (Some(Verdict::Conclusive), Stopped::Deadline, "conclusive"),
             (None, Stopped::By(1), "cut-short"),
             (None, Stopped::Signal(15), "interrupted"),
         ] {
@@ -355,5 +356,9 @@ mod tests {
             assert_eq!(v["issuers"][0]["verdict"], word, "{verdict:?} {stopped:?}");
             assert_eq!(v["attempts"], 6, "over all targets");
         }
+        let tls = failed(Failure::of(FailureClass::Tls, Cause::Proxy, "rejected").with(|f| f.conclusive = true));
+        let v = summary(&c, Outcome::NotReady, &[(Some(Verdict::Conclusive), Stopped::Deadline, &tls); 2]);
+        assert_eq!(v["issuers"][0]["verdict"], "certificate-rejected", "a certificate oauth2-proxy would not check");
+        assert_eq!(v["issuers"][0]["last_failure"]["conclusive"], true);
     }
 }

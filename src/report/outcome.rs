@@ -38,6 +38,9 @@ pub(crate) enum Ended {
     AttemptsExhausted,
     /// A certificate oauth2-proxy would not check: retrying could not help.
     CertificateRejected,
+    /// Another failure that waiting cannot fix (the guarded client's own refusal, an issuer
+    /// that differs by a trailing `/` or a default port): the wait ended at once.
+    Conclusive,
     /// Still waiting when this target (an index into the configuration's) decided the outcome.
     CutShort(usize),
     /// Still waiting when a signal ended the run.
@@ -52,6 +55,7 @@ impl Ended {
             Ended::DeadlineReached => "deadline-reached",
             Ended::AttemptsExhausted => "attempts-exhausted",
             Ended::CertificateRejected => "certificate-rejected",
+            Ended::Conclusive => "conclusive",
             Ended::CutShort(_) => "cut-short",
             Ended::Interrupted => "interrupted",
         }
@@ -64,7 +68,12 @@ impl TargetResult<'_> {
             (Some(Verdict::Ready), _) => Ended::Ready,
             (Some(Verdict::DeadlineReached), _) | (None, Stopped::Deadline) => Ended::DeadlineReached,
             (Some(Verdict::AttemptsExhausted), _) => Ended::AttemptsExhausted,
-            (Some(Verdict::Conclusive), _) => Ended::CertificateRejected,
+            (Some(Verdict::Conclusive), _)
+                if self.tally.last_failure.as_ref().is_some_and(|f| f.class == crate::probe::FailureClass::Tls) =>
+            {
+                Ended::CertificateRejected
+            }
+            (Some(Verdict::Conclusive), _) => Ended::Conclusive,
             (None, Stopped::By(i)) => Ended::CutShort(i),
             (None, Stopped::Signal(_)) => Ended::Interrupted,
         }

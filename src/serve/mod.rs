@@ -41,6 +41,8 @@ struct TargetHealth {
     watching: bool,
     consecutive_failures: u32,
     last_class: Option<FailureClass>,
+    /// The last failure was one waiting cannot fix: `/readyz` says so.
+    last_conclusive: bool,
     /// Checks by failure class (`None`: passed).
     checks: std::collections::BTreeMap<Option<FailureClass>, u64>,
     /// Cumulative counts per bucket of [`BUCKETS`], then the sum of the durations.
@@ -85,6 +87,7 @@ impl Health {
                 watching: false,
                 consecutive_failures: 0,
                 last_class: None,
+                last_conclusive: false,
                 checks: Default::default(),
                 buckets: [0; BUCKETS.len()],
                 seconds: 0.0,
@@ -111,6 +114,7 @@ impl Health {
             *count += u64::from(secs <= bound);
         }
         t.last_class = class;
+        t.last_conclusive = outcome.as_ref().is_err_and(|f| f.conclusive);
         let change = match outcome {
             Ok(_) => {
                 t.consecutive_failures = 0;
@@ -168,7 +172,8 @@ impl Health {
         let down = state.targets.iter().find(|t| !t.up);
         let reason = |t: &TargetHealth| {
             let class = t.last_class.map_or("no check yet", FailureClass::as_str);
-            format!("{} ({class})", t.name)
+            let last = if t.last_conclusive { ", waiting cannot fix it" } else { "" };
+            format!("{} ({class}{last})", t.name)
         };
         match down {
             None => (200, "ready\n".into()),

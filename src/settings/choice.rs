@@ -4,6 +4,7 @@
 //! read this one list; reordering it changes only the order `--help` lists the words in.
 
 use crate::rules::authorization_server::MetadataKind;
+use crate::rules::client::Client;
 use log::LevelFilter;
 
 /// A value chosen by a word.
@@ -44,6 +45,15 @@ impl Choice for MetadataKind {
         &[("oidc", MetadataKind::Oidc), ("oauth", MetadataKind::OAuth), ("auto", MetadataKind::Auto)];
 }
 
+impl Choice for Client {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("any", Client::Any),
+        ("oauth2-proxy", Client::OAuth2Proxy),
+        ("go-oidc", Client::GoOidc),
+        ("toolhive", Client::ToolHive),
+    ];
+}
+
 /// `--log-level`: the gate's own lines, from errors only to every detail.
 impl Choice for LevelFilter {
     const WORDS: &'static [(&'static str, Self)] = &[
@@ -69,6 +79,7 @@ mod tests {
     fn every_word_means_its_own_value() {
         round_trip::<Format>();
         round_trip::<MetadataKind>();
+        round_trip::<Client>();
         round_trip::<LevelFilter>();
         assert_eq!(MetadataKind::from_word("OIDC"), None, "words are exact, as the help lists them");
     }

@@ -28,9 +28,8 @@ pub(super) const LONG_ABOUT: &str = "Wait until an OpenID Connect issuer really 
 
 const AFTER_HELP: &str = "\
 -- COMMAND [ARGS...]: become COMMAND when ready or failing open (no shell).
-Exit codes: 0 ready (or failed open), 1 not ready (--fail-closed, --once),
-2 bad configuration, 126/127 COMMAND cannot run/not found, 130/143 signal.
---help says more, with examples.";
+Exit codes: 0 ready or failed open, 1 not ready (--fail-closed, --once), 2 bad
+settings, 126/127 COMMAND cannot run/not found, 130/143 signal. More: --help.";
 
 pub(super) const AFTER_LONG_HELP: &str = "\
 Examples:

@@ -24,6 +24,7 @@ pub(crate) enum Id {
     Resource,
     DiscoveryUrl,
     Metadata,
+    Client,
     SkipIssuerCheck,
     Strict,
     CheckJwks,

@@ -4,6 +4,7 @@
 use super::choice::{Choice, Format};
 use super::{Arity, Group, Id, MIN_TIMEOUT, Parser, Setting, TERMINATION_LOG};
 use crate::rules::authorization_server::MetadataKind;
+use crate::rules::client::Client;
 use Arity::{Many, One};
 use Group::{Network, Output, Target, Timing};
 use log::LevelFilter;
@@ -72,6 +73,18 @@ pub(crate) const SETTINGS: &[Setting] = &[
         group: Target,
         brief: "Metadata: oidc, oauth or auto",
         help: "Metadata kind for --issuer: oidc (/.well-known/openid-configuration, appended), oauth (RFC 8414, /.well-known/oauth-authorization-server inserted after the host) or auto (the MCP order: RFC 8414, then OIDC inserted, then OIDC appended)",
+        ..SWITCH
+    },
+    Setting {
+        id: Id::Client,
+        flag: "client",
+        env: Some("WAIT_FOR_IDP_CLIENT"),
+        default: Some("any"),
+        arity: One,
+        parser: Parser::Choice(Client::words),
+        group: Target,
+        brief: "Judge as this client does",
+        help: "The client the gate guards, whose own rules and time limit apply: any (the specification's), oauth2-proxy or go-oidc (no time limit of their own: an attempt may use all the time left), toolhive (ToolHive's embedded auth server upstream: https unless loopback, its required members and endpoint schemes, private addresses refused, 10s an attempt). Its refusals are final: waiting cannot change them",
         ..SWITCH
     },
     Setting {
@@ -284,7 +297,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         env: Some("WAIT_FOR_IDP_REFUSE_PRIVATE_ADDRESSES"),
         group: Network,
         brief: "Fail on private addresses, as SSRF guards do",
-        help: "Fail, as SSRF-guarded clients (ToolHive) do, when a name the gate fetches from resolves to an address of this host, a private, link-local, CGNAT or other non-public range, or an IPv6 form carrying one (docs/reference.md lists them)",
+        help: "Fail, as SSRF-guarded clients (ToolHive) do, when a name the gate fetches from resolves to an address of this host, a private, link-local, CGNAT or other non-public range, or an IPv6 form carrying one (docs/reference.md lists them). On by default with --client toolhive unless the issuer is loopback; =false there is ToolHive's allow_private_ips",
         ..SWITCH
     },
     Setting {

@@ -8,6 +8,7 @@
 
 mod mcp;
 
+use super::client::Client;
 use super::json_text::go_fold;
 use super::{BodyProblem, json_type_name, open_object};
 use crate::url;
@@ -35,6 +36,8 @@ pub struct Rules {
     pub strict: bool,
     /// Accept a document whose `issuer` differs (Entra `common`); the caller warns.
     pub skip_issuer_check: bool,
+    /// The client the gate guards: its own refusals apply too.
+    pub client: Client,
 }
 
 const OIDC_SUFFIX: &str = "/.well-known/openid-configuration";
@@ -108,6 +111,8 @@ pub enum DocumentProblem {
     /// `issuer` appears more than once: clients may read different values (Go's encoding/json,
     /// in go-oidc and oauth2-proxy, matches member names case-insensitively and takes the last).
     Duplicate(Vec<String>),
+    /// The guarded client (`--client`) refuses it by its own rules: waiting cannot change that.
+    Refused(String),
 }
 
 impl fmt::Display for DocumentProblem {
@@ -121,6 +126,7 @@ impl fmt::Display for DocumentProblem {
                 issuer_mismatch_hint(expected, found)
             ),
             DocumentProblem::MissingField(msg) | DocumentProblem::NotHttps(msg) => write!(f, "{msg}"),
+            DocumentProblem::Refused(msg) => write!(f, "ToolHive refuses the document: {msg}"),
             DocumentProblem::Duplicate(names) => write!(
                 f,
                 "the document has {} \"issuer\" members ({}): Go clients (go-oidc, oauth2-proxy) match member names \
@@ -219,6 +225,9 @@ pub fn validate_document(body: &[u8], expected_issuer: &str, rules: Rules) -> Re
             return Err(DocumentProblem::MissingField("no \"jwks_uri\": a client could not verify any token".into()));
         }
         _ => {}
+    }
+    if let Some(why) = rules.client.refusal(expected_issuer, &doc) {
+        return Err(DocumentProblem::Refused(why));
     }
     if rules.strict {
         if let Some(problem) = strict_issuer_problem(&document.issuer) {
@@ -424,7 +433,7 @@ mod tests {
     }
 
     fn rules(kind: MetadataKind, strict: bool) -> Rules {
-        Rules { kind, strict, skip_issuer_check: false }
+        Rules { kind, strict, skip_issuer_check: false, client: Client::Any }
     }
 
     #[test]
