@@ -378,6 +378,15 @@ fn status_failure(fetched: &Fetched) -> Failure {
     if let Some(hint) = status_hint(fetched) {
         failure.hints.push(hint.into());
     }
+    // Keycloak's answer for a path it routes nowhere (a base URL without /realms/NAME): no
+    // start-up changes it, while a realm not created yet answers "Realm does not exist".
+    if fetched.status == 404
+        && !fetched.url.contains("/realms/")
+        && String::from_utf8_lossy(&fetched.body).contains("Unable to find matching target resource method")
+    {
+        failure.conclusive = true;
+        failure.hints.push("Keycloak serves an issuer's metadata only under /realms/NAME: name the realm".into());
+    }
     if matches!(fetched.status, 429 | 503) {
         failure.retry_after = fetched
             .retry_after
@@ -454,6 +463,22 @@ mod tests {
             body: b"oops".to_vec(),
             url: "https://idp.example/.well-known/openid-configuration".into(),
         }
+    }
+
+    /// Keycloak's 404 for a base URL without `/realms/…` is final; its 404 for a realm not
+    /// created yet, and any other server's 404, are retried.
+    #[test]
+    fn only_keycloak_s_unrouted_path_is_a_final_404() {
+        let keycloak = br#"{"error":"Unable to find matching target resource method"}"#.to_vec();
+        let base = Fetched { body: keycloak.clone(), ..fetched(404, None) };
+        let failure = usable_body(&base).unwrap_err();
+        assert!(failure.conclusive && hinted(&failure, "/realms/NAME"), "{failure:?}");
+        let realm = br#"{"error":"Realm does not exist"}"#.to_vec();
+        let url = "https://kc/realms/x/.well-known/openid-configuration".to_string();
+        for f in [Fetched { body: realm, url: url.clone(), ..fetched(404, None) }, fetched(404, None)] {
+            assert!(!usable_body(&f).unwrap_err().conclusive, "{f:?}");
+        }
+        assert!(!usable_body(&Fetched { body: keycloak, url, ..fetched(404, None) }).unwrap_err().conclusive);
     }
 
     fn hinted(failure: &Failure, words: &str) -> bool {

@@ -219,15 +219,15 @@ pub fn validate_document(body: &[u8], expected_issuer: &str, rules: Rules) -> Re
         optional_string_array(&doc, member)?;
     }
 
+    if let Some(why) = rules.client.refusal(expected_issuer, &doc) {
+        return Err(DocumentProblem::Refused(why));
+    }
     let missing = missing_required(&doc, rules.kind);
     match rules.kind {
         MetadataKind::Oidc if document.jwks_uri.is_none() => {
             return Err(DocumentProblem::MissingField("no \"jwks_uri\": a client could not verify any token".into()));
         }
         _ => {}
-    }
-    if let Some(why) = rules.client.refusal(expected_issuer, &doc) {
-        return Err(DocumentProblem::Refused(why));
     }
     if rules.strict {
         if let Some(problem) = strict_issuer_problem(&document.issuer) {
