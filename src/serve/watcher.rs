@@ -22,7 +22,10 @@ pub(crate) fn timed(prober: &Prober, budget: Duration) -> (Result<Ready, Failure
 /// `--watch-interval`. A thread that cannot be started is said, and its target stays as it was.
 pub(crate) fn watch_all(config: &Config, interval: Duration, probers: Vec<Prober>, health: &Arc<Health>) {
     for (i, (prober, target)) in probers.into_iter().zip(&config.targets).enumerate() {
-        let (label, health, budget) = (report::label(config, target), health.clone(), config.timing.attempt_timeout);
+        // A client with no limit of its own (--client oauth2-proxy) leaves each start-up attempt
+        // the time left; a watch check is still bounded by the pause between checks (at least 5s).
+        let budget = config.timing.attempt_timeout.min(interval.max(Duration::from_secs(5)));
+        let (label, health) = (report::label(config, target), health.clone());
         let spawned = std::thread::Builder::new().name(format!("watch-{i}")).spawn(move || {
             let took = Cell::new(Duration::ZERO);
             let mut attempt = |budget| {
