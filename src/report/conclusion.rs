@@ -172,7 +172,7 @@ fn not_ready_reason(r: &TargetResult<'_>, config: &Config, elapsed: Duration) ->
         Ended::DeadlineReached => format!("timeout of {} used up", secs(config.timing.timeout)),
         Ended::AttemptsExhausted => format!("all {} attempt(s) used", r.tally.attempts),
         Ended::CertificateRejected => "certificate rejected, a check oauth2-proxy skips".into(),
-        Ended::Conclusive => "waiting cannot fix this failure".into(),
+        Ended::Conclusive => "wait ended early".into(),
         Ended::CutShort(i) => format!(
             "cut short after {}: {} ended the wait",
             secs(elapsed),
