@@ -2,7 +2,8 @@
 //! only by a trailing `/` or a default port written out, Keycloak's answer for a base URL without
 //! `/realms/…`, and the guarded client's own refusals end the wait at the first attempt, said in
 //! the log, the JSON (`conclusive`) and `/readyz`; a realm not created yet, and a CA file that does
-//! not sign the server, stay transient.
+//! not sign the server, stay transient. And the guarded client's own time limit: a provider that
+//! answers after 6 s is ready for `--client toolhive` (10 s), not for the default attempt (5 s).
 
 use crate::support::*;
 use std::io::{Read, Write};
@@ -101,6 +102,27 @@ fn the_guarded_client_s_refusal_is_said_by_readyz() {
     live.wait_logged("waiting cannot fix this");
     assert!(body.contains("(missing-field, waiting cannot fix it)"), "{body}");
     live.wait_logged("ToolHive refuses the document");
+}
+
+#[test]
+fn a_slow_provider_the_client_would_wait_for_is_ready() {
+    let ca = TestCa::new();
+    let (_p, issuer) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "/realms/x", |i| {
+        let doc = discovery_doc(i);
+        reply(move |_, _| {
+            std::thread::sleep(std::time::Duration::from_secs(6));
+            Reply::json(200, doc.clone())
+        })
+    });
+    let once = |client: &[&str]| {
+        let mut cmd = gate_for(&ca, &issuer);
+        cmd.args(["--once", "--timeout", "30s"]).args(client);
+        run_with_limit(cmd, std::time::Duration::from_secs(60))
+    };
+    assert_exit(&once(&["--client", "toolhive"]), 0);
+    let r = once(&[]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["timeout"]);
 }
 
 /// A document for `issuer` saying `said`, at the issuer's well-known URL.
