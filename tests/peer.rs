@@ -270,7 +270,10 @@ fn mcp_sdk_resource_mismatch_and_a_server_whose_issuer_differs() {
     assert_exit(&r, 1);
     assert_logged(
         &r,
-        &[&format!("issuer-mismatch: authorization server {issuer}/: document says issuer \"{issuer}\"")],
+        // Off only by the trailing slash: a mismatch waiting cannot fix (docs/ready.md), said so.
+        &[&format!(
+            "issuer-mismatch: waiting cannot fix this: authorization server {issuer}/: document says issuer \"{issuer}\""
+        )],
     );
 }
 
