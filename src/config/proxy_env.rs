@@ -201,13 +201,20 @@ impl ProxySettings {
 }
 
 /// A value shown in a message: whatever precedes the last `@` (where credentials are, in every
-/// reading Go makes of it) replaced by `***`, keeping a leading `scheme://`.
+/// reading Go makes of it) replaced by `***`, keeping a leading `scheme://`. Without an `@`, what
+/// follows the host's `:` is replaced too, and anything after the authority dropped:
+/// `http://user:password` is a password typed without its `@` as often as a mistyped port, and
+/// exit 2's line reaches the pod's status (`FallbackToLogsOnError`).
 fn shown(value: &str) -> String {
-    match value.rfind('@') {
-        Some(at) => {
-            let scheme = value.find("://").map_or("", |i| &value[..i + 3]);
-            format!("{scheme}***{}", &value[at..])
-        }
+    let scheme_end = value.find("://").map_or(0, |i| i + 3);
+    if let Some(at) = value.rfind('@') {
+        return format!("{}***{}", &value[..scheme_end], &value[at..]);
+    }
+    let rest = &value[scheme_end..];
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let after_brackets = if authority.starts_with('[') { authority.find(']').unwrap_or(0) } else { 0 };
+    match authority[after_brackets..].find(':') {
+        Some(colon) => format!("{}{}:***", &value[..scheme_end], &authority[..after_brackets + colon]),
         None => value.to_string(),
     }
 }
@@ -406,6 +413,15 @@ fn in_cidr(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
 /// Go's own cases (httpproxy's proxy_test.go, where they apply: no CGI, no IDNA) and the gate's.
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_refused_value_is_shown_without_what_may_be_a_password() {
+        assert_eq!(super::shown("http://svc-user:Secr3tPassw0rd"), "http://svc-user:***");
+        assert_eq!(super::shown("svc-user:Secr3t/x"), "svc-user:***");
+        assert_eq!(super::shown("http://u:pw@p:99999"), "http://***@p:99999");
+        assert_eq!(super::shown("http://[::1]:99999/x"), "http://[::1]:***");
+        assert_eq!(super::shown("ftp://p"), "ftp://p");
+    }
+
     use super::*;
 
     fn settings(vars: &[(&str, &str)]) -> ProxySettings {
