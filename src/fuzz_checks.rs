@@ -9,23 +9,28 @@ use crate::url;
 /// Document validation over arbitrary bytes: never panics (nor overflows its stack, however deep
 /// the nesting), never accepts a document for another issuer, an OIDC document without
 /// `jwks_uri`, or one whose checked members held invalid UTF-8 or a lone surrogate; and JSON text
-/// Go's scanner accepts is always text serde_json reads once rewritten. The first line, if any, is the
+/// serde_json reads is read in place as serde_json reads it. The first line, if any, is the
 /// configured issuer; the rest is the body.
 pub fn document(data: &[u8]) {
     let (issuer, body) = match data.iter().position(|b| *b == b'\n') {
         Some(i) => (String::from_utf8_lossy(&data[..i]).into_owned(), &data[i + 1..]),
         None => ("https://issuer.example".to_string(), data),
     };
-    // JSON text as Go reads it: whatever Go's scanner accepts, serde_json reads once rewritten
-    // (no depth, surrogate, UTF-8 or range error left), and without recursion on the way.
-    let read = crate::rules::json_text::read(body);
-    if let Ok(text) = &read {
-        let parsed = serde_json::from_str::<serde_json::Value>(&text.text);
-        assert!(parsed.is_ok(), "Go's scanner accepts, serde_json refuses: {parsed:?}");
+    // JSON text as Go reads it: what serde_json reads (valid UTF-8, no lone surrogate, numbers in
+    // range, 128 levels) Go's scanner accepts, and the members and strings read in place are
+    // serde_json's; read in place, every value of any accepted text is walked without recursion.
+    let read = crate::rules::json_text::check(body);
+    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) {
+        let json = read.as_ref().expect("serde_json reads it, Go's scanner refuses it");
+        agrees(*json, &value);
+    }
+    if let Ok(json) = read {
+        walk(json);
     }
     let repaired = |name: &str| {
-        let fold = crate::rules::json_text::go_fold;
-        read.as_ref().is_ok_and(|t| t.repaired.iter().any(|(m, _)| fold(m) == fold(name)))
+        let Ok(top) = read else { return false };
+        let mut members = top.members().into_iter().flatten();
+        members.any(|(n, v)| n.fold().eq_ignore_ascii_case(name) && v.repair().is_some())
     };
     for kind in [MetadataKind::Oidc, MetadataKind::OAuth] {
         for strict in [false, true] {
@@ -43,6 +48,45 @@ pub fn document(data: &[u8]) {
         }
     }
     let _ = printable_excerpt(body, 100);
+}
+
+/// A value read in place against serde_json's reading of the same text.
+fn agrees(json: crate::rules::Json<'_>, value: &serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            for (name, member) in map {
+                let found = json.get(name).unwrap_or_else(|| panic!("member {name:?} not found in place"));
+                agrees(found, member);
+            }
+        }
+        Value::Array(items) => {
+            let read: Vec<_> = json.items().expect("an array").collect();
+            assert_eq!(read.len(), items.len(), "items counted in place");
+            read.into_iter().zip(items).for_each(|(j, v)| agrees(j, v));
+        }
+        Value::String(s) => assert_eq!(json.as_str().as_deref(), Some(s.as_str()), "a string decoded in place"),
+        Value::Bool(b) => assert_eq!(json.as_bool(), Some(*b)),
+        Value::Null => assert!(json.is_null()),
+        Value::Number(_) => assert_eq!(json.type_name(), "a number"),
+    }
+}
+
+/// Every value of a checked text, read in place, depth first without recursion.
+fn walk(top: crate::rules::Json<'_>) {
+    let mut stack = vec![top];
+    while let Some(json) = stack.pop() {
+        let _ = (json.type_name(), json.as_str(), json.repair());
+        if let Some(items) = json.items() {
+            stack.extend(items);
+        }
+        if let Some(members) = json.members() {
+            stack.extend(members.map(|(name, value)| {
+                let _ = (name.decoded(), name.fold());
+                value
+            }));
+        }
+    }
 }
 
 /// URL handling over arbitrary text: splitting, issuer checks, well-known derivation, redirect

@@ -91,7 +91,7 @@ pub(super) fn judge(fetched: &Fetched, issuer: &str, rules: Rules) -> Result<Ser
 fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
     let class = match &problem {
         DocumentProblem::Body(BodyProblem::NotUtf8 { .. } | BodyProblem::Repaired { .. }) => FailureClass::Body,
-        DocumentProblem::Body(_) | DocumentProblem::Json(_) | DocumentProblem::Duplicate(_) => FailureClass::Json,
+        DocumentProblem::Body(_) | DocumentProblem::Json(_) | DocumentProblem::Duplicate { .. } => FailureClass::Json,
         DocumentProblem::IssuerMismatch { .. } => FailureClass::IssuerMismatch,
         DocumentProblem::MissingField(_) | DocumentProblem::NotHttps(_) | DocumentProblem::Refused(_) => {
             FailureClass::MissingField
@@ -108,7 +108,7 @@ fn document_failure(problem: DocumentProblem, fetched: &Fetched) -> Failure {
     };
     let (member, found) = match problem {
         DocumentProblem::IssuerMismatch { found, .. } => (Some("issuer"), Some(found)),
-        DocumentProblem::Duplicate(_) => (Some("issuer"), None),
+        DocumentProblem::Duplicate { .. } => (Some("issuer"), None),
         _ => (None, None),
     };
     Failure::of(class, Cause::Document { member, found }, message).with(|f| f.conclusive = conclusive)

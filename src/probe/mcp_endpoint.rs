@@ -10,8 +10,8 @@ use super::{Attempt, Cause, Failure, FailureClass, Link};
 use crate::net::redirect::MCP_MAX_REDIRECTS as MAX_REDIRECTS;
 use crate::net::redirect::{self, RedirectKind, Redirects};
 use crate::net::response::Fetched;
+use crate::rules::Json;
 use crate::url;
-use serde_json::Value;
 use std::time::{Instant, SystemTime};
 
 /// The revision `server/discover` announces (`FIRST_MODERN_PROTOCOL_VERSION`, TS 2.4.0).
@@ -182,15 +182,15 @@ fn judge(method: Method, fetched: &Fetched) -> Verdict {
             );
             Verdict::Stop(Failure::of(FailureClass::Resource, Cause::ResourceChain, detail))
         }
-        (Method::Discover, Ok(Ok(result))) if modern(&result) => {
+        (Method::Discover, Ok(Ok(result))) if modern(result) => {
             Verdict::Answered(format!("a server/discover result offering {MODERN_REVISION}"))
         }
         (Method::Discover, Ok(_)) => Verdict::Fallback(format!("HTTP {status} but no modern result")),
-        (Method::Initialize, Ok(Ok(result))) if initialized(&result) => {
-            Verdict::Answered("an initialize result".into())
-        }
+        (Method::Initialize, Ok(Ok(result))) if initialized(result) => Verdict::Answered("an initialize result".into()),
         (Method::Initialize, Ok(result)) => {
-            let what = result.map_or_else(|e| format!("the JSON-RPC error {e}"), |r| format!("the result {r}"));
+            let text = |v: Json<'_>| crate::rules::printable_excerpt(v.raw(), 160);
+            let what = result
+                .map_or_else(|e| format!("the JSON-RPC error {}", text(e)), |r| format!("the result {}", text(r)));
             let what: String = what.chars().take(160).collect();
             let detail = format!("{} answered initialize with {what}: MCP clients stop", url::redact(&fetched.url));
             Verdict::Stop(Failure::of(FailureClass::Resource, Cause::ResourceChain, detail))
@@ -204,7 +204,7 @@ fn status_stop(name: &str, fetched: &Fetched, then: &str) -> Failure {
 }
 
 /// The JSON-RPC response to the request, `Ok(result)` or `Err(error)`, or why there is none.
-fn json_rpc_answer(method: Method, fetched: &Fetched) -> Result<Result<Value, Value>, String> {
+fn json_rpc_answer(method: Method, fetched: &Fetched) -> Result<Result<Json<'_>, Json<'_>>, String> {
     let json = fetched.content_type.as_deref().is_some_and(|t| {
         let t = t.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
         t == "application/json" || t.ends_with("+json")
@@ -215,33 +215,36 @@ fn json_rpc_answer(method: Method, fetched: &Fetched) -> Result<Result<Value, Va
             fetched.content_type.as_deref().unwrap_or("absent")
         ));
     }
-    let Ok((_, doc)) = crate::rules::open_object(&fetched.body, &["id"]) else {
+    let Ok(doc) = crate::rules::open_object(&fetched.body, &["id"]) else {
         return Err("its body is no JSON object".into());
     };
+    // An id is a number only as sent: `0` is the one the request sent, `0.0` or `-0` are not.
     let answers = match (method, doc.get("id")) {
-        (Method::Discover, Some(Value::String(id))) => id == "server-discover-probe-1",
-        (Method::Initialize, Some(Value::Number(id))) => id.as_u64() == Some(0),
+        (Method::Discover, Some(id)) => id.as_str().is_some_and(|id| id == "server-discover-probe-1"),
+        (Method::Initialize, Some(id)) => id.raw() == b"0",
         _ => false,
     };
     if !answers {
         return Err("its body is no JSON-RPC response to the request (no matching id)".into());
     }
     match (doc.get("result"), doc.get("error")) {
-        (Some(result @ Value::Object(_)), None) => Ok(Ok(result.clone())),
-        (None, Some(error @ Value::Object(_))) => Ok(Err(error.clone())),
+        (Some(result), None) if result.is_object() => Ok(Ok(result)),
+        (None, Some(error)) if error.is_object() => Ok(Err(error)),
         _ => Err("its body holds neither a result nor an error object".into()),
     }
 }
 
 /// A `DiscoverResult` (`supportedVersions`, `capabilities`) that offers the client's revision.
-fn modern(result: &Value) -> bool {
-    let offers = result["supportedVersions"].as_array().is_some_and(|v| v.iter().any(|v| v == MODERN_REVISION));
-    offers && result["capabilities"].is_object()
+fn modern(result: Json<'_>) -> bool {
+    let versions = result.get("supportedVersions").and_then(Json::items);
+    let offers = versions.is_some_and(|mut v| v.any(|v| v.as_str().is_some_and(|v| v == MODERN_REVISION)));
+    offers && result.get("capabilities").is_some_and(Json::is_object)
 }
 
 /// An `InitializeResult` as the clients' schema requires it.
-fn initialized(result: &Value) -> bool {
-    result["protocolVersion"].is_string() && result["capabilities"].is_object() && result["serverInfo"].is_object()
+fn initialized(result: Json<'_>) -> bool {
+    let object = |member: &str| result.get(member).is_some_and(Json::is_object);
+    result.get("protocolVersion").is_some_and(Json::is_string) && object("capabilities") && object("serverInfo")
 }
 
 fn open_note(target: &str, method: Method, how: &str) -> String {
@@ -257,6 +260,7 @@ fn open_note(target: &str, method: Method, how: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn answer(status: u16, content_type: Option<&str>, body: &str) -> Fetched {
         Fetched {

@@ -15,7 +15,7 @@
 //!
 //! A refusal here is the client's own: the client exits on it, and waiting cannot change it.
 
-use serde_json::{Map, Value};
+use super::{Json, Object};
 use std::time::Duration;
 
 /// The client the gate guards.
@@ -52,12 +52,12 @@ impl Client {
     }
 
     /// Why the client refuses a document that passed the specification's rules, if it does.
-    pub(crate) fn refusal(self, issuer: &str, doc: &Map<String, Value>) -> Option<String> {
+    pub(crate) fn refusal(self, issuer: &str, doc: &Object<'_>) -> Option<String> {
         if self != Client::ToolHive {
             return None;
         }
-        let text = |k: &str| doc.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
-        let listed = |k: &str| doc.get(k).and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+        let text = |k: &str| doc.get(k).and_then(Json::as_str).filter(|s| !s.is_empty());
+        let listed = |k: &str| doc.get(k).and_then(Json::items).is_some_and(|mut a| a.next().is_some());
         let required = ["authorization_endpoint", "token_endpoint", "jwks_uri"];
         if let Some(member) = required.into_iter().find(|k| text(k).is_none()) {
             return Some(format!("no {member:?}"));
@@ -69,7 +69,7 @@ impl Client {
         let members = ["authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri"];
         members.into_iter().find_map(|k| {
             let endpoint = text(k)?;
-            let parts = crate::url::split(endpoint).ok();
+            let parts = crate::url::split(&endpoint).ok();
             match parts {
                 Some(p) if local && !loopback(p.authority) => {
                     Some(format!("{k} {endpoint:?}: the issuer is loopback but this host is not"))
@@ -101,10 +101,16 @@ fn loopback(authority: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Map, Value, json};
 
     fn object(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    /// The refusal of `doc`, written out and opened as a body is.
+    fn refusal(client: Client, issuer: &str, doc: &Map<String, Value>) -> Option<String> {
+        let body = serde_json::to_vec(doc).unwrap();
+        client.refusal(issuer, &crate::rules::open_object(&body, &[]).unwrap())
     }
 
     fn doc(issuer: &str, endpoints: &str) -> Map<String, Value> {
@@ -132,19 +138,19 @@ mod tests {
     #[test]
     fn toolhive_refuses_what_its_upstream_refuses() {
         let t = Client::ToolHive;
-        assert_eq!(t.refusal("https://idp", &doc("https://idp", "https://idp")), None);
-        assert_eq!(t.refusal("http://127.0.0.1:1", &doc("http://127.0.0.1:1", "http://localhost:1")), None);
-        let plain = t.refusal("https://idp", &doc("https://idp", "http://idp")).unwrap();
+        assert_eq!(refusal(t, "https://idp", &doc("https://idp", "https://idp")), None);
+        assert_eq!(refusal(t, "http://127.0.0.1:1", &doc("http://127.0.0.1:1", "http://localhost:1")), None);
+        let plain = refusal(t, "https://idp", &doc("https://idp", "http://idp")).unwrap();
         assert!(plain.contains("all endpoints must use HTTPS for non-localhost issuers"), "{plain}");
-        let away = t.refusal("https://localhost", &doc("https://localhost", "https://idp")).unwrap();
+        let away = refusal(t, "https://localhost", &doc("https://localhost", "https://idp")).unwrap();
         assert!(away.contains("the issuer is loopback but this host is not"), "{away}");
         let mut api_server = doc("https://idp", "https://idp");
         api_server.remove("authorization_endpoint");
-        assert_eq!(t.refusal("https://idp", &api_server).unwrap(), "no \"authorization_endpoint\"");
+        assert_eq!(refusal(t, "https://idp", &api_server).unwrap(), "no \"authorization_endpoint\"");
         let mut no_types = doc("https://idp", "https://idp");
         no_types.insert("response_types_supported".into(), json!([]));
-        assert!(t.refusal("https://idp", &no_types).is_some());
-        assert_eq!(Client::OAuth2Proxy.refusal("https://idp", &api_server), None);
+        assert!(refusal(t, "https://idp", &no_types).is_some());
+        assert_eq!(refusal(Client::OAuth2Proxy, "https://idp", &api_server), None);
     }
 
     #[test]

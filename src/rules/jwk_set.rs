@@ -12,10 +12,9 @@
 //! refused too: jwx tolerates it, go-jose does not (PayPal's set has a padded key), and the gate
 //! follows the stricter of the two.
 
-use super::{BodyProblem, open_object};
+use super::{BodyProblem, Json, cut, open_object};
 use crate::screen_text;
 use crate::url;
-use serde_json::Value;
 use std::fmt;
 
 /// Why a JWK Set is not usable.
@@ -91,14 +90,14 @@ pub(crate) fn needs_public_key(alg: &str) -> bool {
 
 /// Why jwx and go-jose cannot decode `key`, if they cannot: the members its `kty` needs must be
 /// there, and be base64url without padding (`crv` is a name).
-fn undecodable(key: &Value) -> Option<String> {
-    let s = |k: &str| key.get(k).and_then(Value::as_str);
-    let members: &[&str] = match s("kty") {
+fn undecodable(key: Json<'_>) -> Option<String> {
+    let s = |k: &str| key.get(k).and_then(Json::as_str);
+    let members: &[&str] = match s("kty").as_deref() {
         Some("RSA") => &["n", "e"],
         Some("EC") => &["crv", "x", "y"],
         Some("OKP") => &["crv", "x"],
         Some("oct") => &["k"],
-        Some(other) => return Some(format!("unknown \"kty\" {other:?}")),
+        Some(other) => return Some(format!("unknown \"kty\" {}", super::shown(other, super::SHOWN))),
         None => return Some("no \"kty\"".into()),
     };
     let base64url = |v: &str| {
@@ -106,18 +105,31 @@ fn undecodable(key: &Value) -> Option<String> {
     };
     members.iter().find_map(|&m| match s(m) {
         None => Some(format!("no {m:?}")),
-        Some(v) if m != "crv" && !base64url(v) => Some(format!("{m:?} is not base64url")),
+        Some(v) if m != "crv" && !base64url(&v) => Some(format!("{m:?} is not base64url")),
         Some(_) => None,
     })
 }
 
-fn usable_for(key: &serde_json::Map<String, Value>, alg: &str) -> bool {
+fn usable_for(key: Json<'_>, alg: &str) -> bool {
     let Some((kty, crv)) = key_for_alg(alg) else { return false };
-    let s = |k: &str| key.get(k).and_then(Value::as_str);
-    s("kty") == Some(kty)
+    let s = |k: &str| key.get(k).and_then(Json::as_str);
+    s("kty").is_some_and(|k| k == kty)
         && s("use").is_none_or(|u| u == "sig")
         && s("alg").is_none_or(|a| a == alg)
         && crv.is_none_or(|c| s("crv").is_none_or(|k| k == c))
+}
+
+/// How a key is named in a message: `kty/alg (use)`.
+fn described(key: Json<'_>) -> String {
+    let s = |n: &str| key.get(n).and_then(Json::as_str);
+    let mut d = s("kty").map_or_else(|| "?".into(), |kty| cut(&kty, LIST_MAX).to_string());
+    if let Some(a) = s("alg") {
+        d.push_str(&format!("/{}", cut(&a, LIST_MAX)));
+    }
+    if let Some(u) = s("use") {
+        d.push_str(&format!(" ({})", cut(&u, LIST_MAX)));
+    }
+    d
 }
 
 /// Whether the keys may be fetched from a document's `jwks_uri`: plain http fails in a chain
@@ -130,36 +142,35 @@ pub(crate) fn location(jwks_uri: &str, transport: url::Transport) -> Result<Opti
 /// Checks a JWK Set body against the document's `id_token_signing_alg_values_supported`.
 /// Returns the number of keys.
 pub(crate) fn validate_jwks(body: &[u8], signing_algs: &[String]) -> Result<usize, JwksProblem> {
-    let (_, set) = open_object(body, &["keys"]).map_err(JwksProblem::Body)?;
-    let Some(Value::Array(keys)) = set.get("keys") else {
+    let set = open_object(body, &["keys"]).map_err(JwksProblem::Body)?;
+    let Some(keys) = set.get("keys").and_then(Json::items) else {
         return Err(JwksProblem::NoKeysMember);
     };
-    if let Some((i, why)) = keys.iter().enumerate().find_map(|(i, k)| undecodable(k).map(|why| (i, why))) {
+    if let Some((i, why)) = keys.clone().enumerate().find_map(|(i, k)| undecodable(k).map(|why| (i, why))) {
         return Err(JwksProblem::Undecodable { index: i + 1, why });
     }
-    let keys: Vec<&serde_json::Map<String, Value>> = keys.iter().filter_map(Value::as_object).collect();
-    if keys.is_empty() {
+    // Every key is an object now (anything else has no "kty").
+    let count = keys.clone().count();
+    if count == 0 {
         return Err(JwksProblem::NoKeys);
     }
     let needs_key: Vec<&String> = signing_algs.iter().filter(|a| key_for_alg(a).is_some()).collect();
-    if !needs_key.is_empty() && !needs_key.iter().any(|alg| keys.iter().any(|k| usable_for(k, alg))) {
-        let found = keys
-            .iter()
-            .map(|k| {
-                let s = |n: &str| k.get(n).and_then(Value::as_str);
-                let mut d = s("kty").unwrap_or("?").to_string();
-                if let Some(a) = s("alg") {
-                    d.push_str(&format!("/{a}"));
-                }
-                if let Some(u) = s("use") {
-                    d.push_str(&format!(" ({u})"));
-                }
-                d
-            })
-            .collect();
+    if !needs_key.is_empty() && !needs_key.iter().any(|alg| keys.clone().any(|k| usable_for(k, alg))) {
+        // The keys a message can show: a set can hold a million.
+        let mut found: Vec<String> = Vec::new();
+        let mut length = 0;
+        for key in keys {
+            if length > LIST_MAX {
+                found.push("…".into());
+                break;
+            }
+            let d = described(key);
+            length += d.len() + 2;
+            found.push(d);
+        }
         return Err(JwksProblem::NoUsableKey { algs: needs_key.into_iter().cloned().collect(), found });
     }
-    Ok(keys.len())
+    Ok(count)
 }
 
 #[cfg(test)]
@@ -243,5 +254,19 @@ mod tests {
         assert_eq!(e, JwksProblem::Undecodable { index: 8, why: r#""x" is not base64url"#.into() });
         let okp = r#"{"kty":"OKP","crv":"X25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#;
         assert_eq!(validate_jwks(format!(r#"{{"keys":[{okp},{good}]}}"#).as_bytes(), &algs(&["RS256"])), Ok(2));
+    }
+
+    /// A set of a hundred thousand keys none usable: the message names the first ones only.
+    #[test]
+    fn a_huge_set_is_judged_whole_and_named_in_part() {
+        let set = format!(
+            r#"{{"keys":[{}{{"kty":"EC","crv":"P-256","x":"ab","y":"cd"}}]}}"#,
+            r#"{"kty":"oct","k":"AA"},"#.repeat(100_000)
+        );
+        let Err(JwksProblem::NoUsableKey { found, .. }) = validate_jwks(set.as_bytes(), &algs(&["RS256"])) else {
+            panic!("a set without an RSA key passed")
+        };
+        assert!(found.len() < 400 && found.last().is_some_and(|f| f == "…"), "{}", found.len());
+        assert_eq!(validate_jwks(set.as_bytes(), &algs(&["ES256"])), Ok(100_001), "the last key counts");
     }
 }

@@ -2,9 +2,8 @@
 //! it counts, and how its `401` challenge points at it. Pure, like `discovery`: strings in,
 //! verdicts out.
 
-use super::{BodyProblem, json_type_name, open_object};
+use super::{BodyProblem, Json, KEPT, kept, open_object};
 use crate::url;
-use serde_json::Value;
 use std::fmt;
 
 const SUFFIX: &str = "/.well-known/oauth-protected-resource";
@@ -76,8 +75,9 @@ impl fmt::Display for ResourceProblem {
             ResourceProblem::NoResource => write!(f, "protected resource metadata has no \"resource\" string"),
             ResourceProblem::Mismatch { expected, found } => write!(
                 f,
-                "protected resource metadata says resource {found:?}, expected {expected:?}; RFC 9728 §3.3 requires \
+                "protected resource metadata says resource {}, expected {expected:?}; RFC 9728 §3.3 requires \
                  them identical, byte for byte{}",
+                super::shown(found, KEPT),
                 if same_origin_prefix(expected, found) {
                     " (the MCP TypeScript SDK accepts a resource that is a path prefix on the same origin; RFC 9728 \
                      clients do not: serve the exact URL clients are given)"
@@ -134,45 +134,58 @@ pub(crate) fn validate(
     accepted: &[String],
     transport: url::Transport,
 ) -> Result<ResourceMetadata, ResourceProblem> {
-    let (_, doc) = open_object(body, &["resource", "authorization_servers"]).map_err(ResourceProblem::Body)?;
-    let Some(Value::String(resource)) = doc.get("resource") else {
+    let doc = open_object(body, &["resource", "authorization_servers"]).map_err(ResourceProblem::Body)?;
+    let Some(resource) = doc.get("resource").and_then(Json::as_str) else {
         return Err(ResourceProblem::NoResource);
     };
-    if !accepted.contains(resource) {
+    if !accepted.iter().any(|a| *a == resource) {
         let expected = accepted.first().cloned().unwrap_or_default();
-        return Err(ResourceProblem::Mismatch { expected, found: resource.clone() });
+        return Err(ResourceProblem::Mismatch { expected, found: kept(resource, KEPT) });
     }
     let servers = server_strings(doc.get("authorization_servers"))?;
-    let Some(first) = servers.first() else { return Err(ResourceProblem::NoServers) };
-    url::check_issuer(first).map_err(|problem| ResourceProblem::BadServer { server: first.clone(), problem })?;
-    let listed = transport.judge("authorization server", first).map_err(ResourceProblem::PlainServer)?;
+    let Some(first) = servers.clone().next() else { return Err(ResourceProblem::NoServers) };
+    let first = kept(first, KEPT);
+    url::check_issuer(&first).map_err(|problem| ResourceProblem::BadServer { server: first.clone(), problem })?;
+    let listed = transport.judge("authorization server", &first).map_err(ResourceProblem::PlainServer)?;
     let mut warnings: Vec<String> = listed.into_iter().map(|w| format!("protected resource metadata: {w}")).collect();
-    if servers.len() > 1 {
-        let others: Vec<String> = servers[1..].iter().map(|s| url::redact(s)).collect();
+    let count = servers.clone().count();
+    if count > 1 {
+        // The others as a message can show them: a list can hold a million.
+        let mut others = String::new();
+        for server in servers.skip(1) {
+            if others.len() > OTHERS_SHOWN {
+                break;
+            }
+            let server = url::redact(super::cut(&server, OTHERS_SHOWN));
+            others.push_str(if others.is_empty() { "" } else { ", " });
+            others.push_str(&server);
+        }
         warnings.push(format!(
-            "protected resource metadata lists {} authorization servers; MCP clients use the first, {}, so the gate \
-             waited for it only (not checked: {})",
-            servers.len(),
-            url::redact(first),
-            crate::screen_text::quoted(&others.join(", "), 1024)
+            "protected resource metadata lists {count} authorization servers; MCP clients use the first, {}, so the \
+             gate waited for it only (not checked: {})",
+            url::redact(&first),
+            crate::screen_text::quoted(&others, OTHERS_SHOWN)
         ));
     }
-    Ok(ResourceMetadata { resource: resource.clone(), authorization_servers: vec![first.clone()], warnings })
+    Ok(ResourceMetadata { resource: resource.into_owned(), authorization_servers: vec![first], warnings })
 }
 
-/// `authorization_servers` as strings; absent or null is none, anything but an array of strings
-/// spoils the document.
-fn server_strings(value: Option<&Value>) -> Result<Vec<String>, ResourceProblem> {
+/// How much of the servers not checked a warning names.
+const OTHERS_SHOWN: usize = 1024;
+
+/// `authorization_servers` as strings, decoded as they are read; absent or null is none, anything
+/// but an array of strings spoils the document.
+fn server_strings(
+    value: Option<Json<'_>>,
+) -> Result<impl Iterator<Item = std::borrow::Cow<'_, str>> + Clone, ResourceProblem> {
     let items = match value {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(items)) => items,
-        Some(other) => return Err(ResourceProblem::ServersNotArray(json_type_name(other))),
+        Some(value) if !value.is_null() => value.items().ok_or(ResourceProblem::ServersNotArray(value.type_name()))?,
+        _ => return Ok(None.into_iter().flatten().filter_map(Json::as_str)),
     };
-    let strings = items.iter().enumerate().map(|(i, item)| match item {
-        Value::String(s) => Ok(s.clone()),
-        other => Err(ResourceProblem::ServerNotString { index: i + 1, json_type: json_type_name(other) }),
-    });
-    strings.collect()
+    if let Some((i, item)) = items.clone().enumerate().find(|(_, item)| !item.is_string()) {
+        return Err(ResourceProblem::ServerNotString { index: i + 1, json_type: item.type_name() });
+    }
+    Ok(Some(items).into_iter().flatten().filter_map(Json::as_str))
 }
 
 /// The `resource_metadata` parameter of a `Bearer` challenge in a `WWW-Authenticate` header

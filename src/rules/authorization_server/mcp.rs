@@ -3,9 +3,8 @@
 //! chain.
 
 use super::{DocumentProblem, MetadataKind, optional_string, optional_string_array};
-use crate::rules::{json_type_name, open_object};
+use crate::rules::{Json, Object, open_object, shown_list};
 use crate::url;
-use serde_json::{Map, Value};
 
 /// How an MCP client can register with an authorization server, by its metadata (MCP
 /// authorization specification, revision 2026-07-28, "Client Registration"): with a Client ID
@@ -28,10 +27,10 @@ impl Registration {
         }
     }
 
-    fn of(doc: &Map<String, Value>) -> Registration {
-        if doc.get("client_id_metadata_document_supported") == Some(&Value::Bool(true)) {
+    fn of(doc: &Object<'_>) -> Registration {
+        if doc.get("client_id_metadata_document_supported").and_then(Json::as_bool) == Some(true) {
             Registration::Cimd
-        } else if matches!(doc.get("registration_endpoint"), Some(Value::String(e)) if !e.is_empty()) {
+        } else if doc.get("registration_endpoint").and_then(Json::as_str).is_some_and(|e| !e.is_empty()) {
             Registration::Dcr
         } else {
             Registration::None
@@ -42,7 +41,7 @@ impl Registration {
 /// How an MCP client can register with the server whose metadata `body` is.
 pub(crate) fn registration(body: &[u8]) -> Registration {
     let checked = ["registration_endpoint", "client_id_metadata_document_supported"];
-    open_object(body, &checked).map_or(Registration::None, |(_, doc)| Registration::of(&doc))
+    open_object(body, &checked).map_or(Registration::None, |doc| Registration::of(&doc))
 }
 
 /// Said when an MCP client has no way to register.
@@ -83,14 +82,14 @@ pub(crate) fn mcp_client_rules(
         "id_token_signing_alg_values_supported",
         "code_challenge_methods_supported",
     ];
-    let (_, doc) = open_object(body, &checked).map_err(DocumentProblem::Body)?;
+    let doc = open_object(body, &checked).map_err(DocumentProblem::Body)?;
     let schema =
         if spec == MetadataKind::Oidc { "OpenIdProviderDiscoveryMetadataSchema" } else { "OAuthMetadataSchema" };
     let mut required = vec!["authorization_endpoint", "token_endpoint", "response_types_supported"];
     if spec == MetadataKind::Oidc {
         required.extend(["jwks_uri", "subject_types_supported", "id_token_signing_alg_values_supported"]);
     }
-    let missing: Vec<&str> = required.into_iter().filter(|k| doc.get(*k).is_none_or(Value::is_null)).collect();
+    let missing: Vec<&str> = required.into_iter().filter(|k| doc.get(k).is_none_or(Json::is_null)).collect();
     if !missing.is_empty() {
         return Err(DocumentProblem::MissingField(format!(
             "MCP clients require {}: the MCP TypeScript SDK's {schema} rejects the whole document",
@@ -107,21 +106,26 @@ pub(crate) fn mcp_client_rules(
             )));
         }
     }
-    let types = optional_string_array(&doc, "response_types_supported")?.unwrap_or_default();
-    if !types.iter().any(|t| t == "code") {
+    let listed = |items: &mut crate::rules::json_value::Items<'_>, want: &str| {
+        items.any(|item| item.as_str().is_some_and(|item| item == want))
+    };
+    let types = optional_string_array(&doc, "response_types_supported")?;
+    if !types.clone().is_some_and(|mut t| listed(&mut t, "code")) {
         return Err(DocumentProblem::MissingField(format!(
-            "response_types_supported {types:?} does not list \"code\": MCP clients use the authorization code \
-             flow, and the MCP TypeScript SDK refuses the server (\"Incompatible auth server: does not support \
-             response type code\")"
+            "response_types_supported {} does not list \"code\": MCP clients use the authorization code flow, and \
+             the MCP TypeScript SDK refuses the server (\"Incompatible auth server: does not support response type \
+             code\")",
+            shown_list(types)
         )));
     }
     let mut warnings = Vec::new();
     match optional_string_array(&doc, "code_challenge_methods_supported")? {
-        Some(methods) if !methods.iter().any(|m| m == "S256") => {
+        Some(methods) if !listed(&mut methods.clone(), "S256") => {
             return Err(DocumentProblem::MissingField(format!(
-                "code_challenge_methods_supported {methods:?} does not list \"S256\": MCP clients require PKCE with \
-                 S256, and the MCP TypeScript SDK refuses the server (\"Incompatible auth server: does not support \
-                 code challenge method S256\")"
+                "code_challenge_methods_supported {} does not list \"S256\": MCP clients require PKCE with S256, and \
+                 the MCP TypeScript SDK refuses the server (\"Incompatible auth server: does not support code \
+                 challenge method S256\")",
+                shown_list(Some(methods))
             )));
         }
         Some(_) => {}
@@ -166,16 +170,25 @@ const TYPED: &str = "registration_endpoint s* scopes_supported a* response_modes
 /// throws (`client_id_metadata_document_supported: "true"` is no boolean). The Python SDK's
 /// pydantic models coerce some of these (`"true"` to `True`); the gate follows the stricter
 /// client, since a server either passes both or loses the TypeScript ones.
-fn typed_members(doc: &Map<String, Value>, spec: MetadataKind, schema: &str) -> Result<(), DocumentProblem> {
+fn typed_members(doc: &Object<'_>, spec: MetadataKind, schema: &str) -> Result<(), DocumentProblem> {
     let mine = if spec == MetadataKind::Oidc { 'i' } else { 'o' };
-    let mut words = TYPED.split_ascii_whitespace();
-    while let (Some(member), Some(kind)) = (words.next(), words.next()) {
+    let words: Vec<&str> = TYPED.split_ascii_whitespace().collect();
+    let typed: Vec<(&str, &str)> = words.chunks_exact(2).map(|w| (w[0], w[1])).collect();
+    // One pass over the document, the last of each name kept (as for every other member).
+    let mut found: Vec<Option<Json<'_>>> = vec![None; typed.len()];
+    for (name, value) in doc.members() {
+        let name = name.decoded();
+        if let Some(i) = typed.iter().position(|(member, _)| *member == name) {
+            found[i] = Some(value);
+        }
+    }
+    for (&(member, kind), value) in typed.iter().zip(found) {
         let (want, which) = (kind.as_bytes()[0], char::from(kind.as_bytes()[1]));
-        let Some(value) = doc.get(member).filter(|_| which == '*' || which == mine) else { continue };
+        let Some(value) = value.filter(|_| which == '*' || which == mine) else { continue };
         let ok = match want {
             b's' => value.is_string(),
-            b'b' => value.is_boolean(),
-            _ => value.as_array().is_some_and(|items| items.iter().all(Value::is_string)),
+            b'b' => value.as_bool().is_some(),
+            _ => value.items().is_some_and(|mut items| items.all(Json::is_string)),
         };
         if !ok {
             let wanted = match want {
@@ -185,7 +198,7 @@ fn typed_members(doc: &Map<String, Value>, spec: MetadataKind, schema: &str) -> 
             };
             return Err(DocumentProblem::Json(format!(
                 "{member:?} is {}, not {wanted}: the MCP TypeScript SDK's {schema} rejects the whole document",
-                json_type_name(value)
+                value.type_name()
             )));
         }
     }
@@ -208,6 +221,7 @@ fn token_endpoint_rule(endpoint: &str, transport: url::Transport) -> Result<Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Map, Value};
 
     /// An RFC 8414 document as the MCP TypeScript SDK's `OAuthMetadataSchema` accepts it, changed.
     fn mcp_doc(change: impl FnOnce(&mut Map<String, Value>)) -> Vec<u8> {

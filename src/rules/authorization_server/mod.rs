@@ -9,12 +9,11 @@
 mod mcp;
 
 use super::client::Client;
-use super::json_text::go_fold;
-use super::{BodyProblem, json_type_name, open_object};
+use super::json_value::Items;
+use super::{BodyProblem, Json, KEPT, Object, kept, open_object, shown};
 use crate::url;
 pub use mcp::Registration;
 pub(crate) use mcp::{mcp_client_rules, registration};
-use serde_json::{Map, Value};
 use std::fmt;
 
 /// Which specification the metadata document follows.
@@ -108,9 +107,10 @@ pub enum DocumentProblem {
     /// `--strict`: the announced issuer is not an https URL without query or fragment; with
     /// `auto`, a plain `token_endpoint` in a chain given as https.
     NotHttps(String),
-    /// `issuer` appears more than once: clients may read different values (Go's encoding/json,
-    /// in go-oidc and oauth2-proxy, matches member names case-insensitively and takes the last).
-    Duplicate(Vec<String>),
+    /// `issuer` appears `count` times: clients may read different values (Go's encoding/json, in
+    /// go-oidc and oauth2-proxy, matches member names case-insensitively and takes the last).
+    /// `names` as spelt, the first [`NAMES_SHOWN`].
+    Duplicate { names: Vec<String>, count: usize },
     /// The guarded client (`--client`) refuses it by its own rules: waiting cannot change that.
     Refused(String),
 }
@@ -122,18 +122,19 @@ impl fmt::Display for DocumentProblem {
             DocumentProblem::Json(msg) => write!(f, "{msg}"),
             DocumentProblem::IssuerMismatch { expected, found } => write!(
                 f,
-                "document says issuer {found:?}, expected {expected:?}; {}",
+                "document says issuer {}, expected {expected:?}; {}",
+                shown(found, KEPT),
                 issuer_mismatch_hint(expected, found)
             ),
             DocumentProblem::MissingField(msg) | DocumentProblem::NotHttps(msg) => write!(f, "{msg}"),
             DocumentProblem::Refused(msg) => write!(f, "ToolHive refuses the document: {msg}"),
-            DocumentProblem::Duplicate(names) => write!(
+            DocumentProblem::Duplicate { names, count } => write!(
                 f,
-                "the document has {} \"issuer\" members ({}): Go clients (go-oidc, oauth2-proxy) match member names \
-                 case-insensitively and take the last, other clients may take another, so which issuer a client sees \
-                 is ambiguous",
-                names.len(),
-                names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")
+                "the document has {count} \"issuer\" members ({}{}): Go clients (go-oidc, oauth2-proxy) match member \
+                 names case-insensitively and take the last, other clients may take another, so which issuer a client \
+                 sees is ambiguous",
+                names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "),
+                if *count > names.len() { ", …" } else { "" }
             ),
         }
     }
@@ -177,39 +178,44 @@ const CHECKED: &[&str] = &[
     "grant_types_supported",
 ];
 
+/// How many of the names of duplicate `issuer` members a problem keeps.
+const NAMES_SHOWN: usize = 16;
+
 /// Judges a fetched body by `rules`. Never panics, whatever the bytes (the text is scanned
-/// without recursion, and serde_json gets no value deeper than 64 levels: `json_text`).
+/// without recursion, and read where it lies: `json_text`).
 pub fn validate_document(body: &[u8], expected_issuer: &str, rules: Rules) -> Result<Document, DocumentProblem> {
-    let (text, doc) = open_object(body, CHECKED).map_err(DocumentProblem::Body)?;
-    let issuers = issuer_members(&text);
-    if issuers.len() > 1 {
-        return Err(DocumentProblem::Duplicate(issuers));
+    let doc = open_object(body, CHECKED).map_err(DocumentProblem::Body)?;
+    let (names, count) = issuer_members(&doc);
+    if count > 1 {
+        return Err(DocumentProblem::Duplicate { names, count });
     }
 
     let issuer = match doc.get("issuer") {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => {
-            return Err(DocumentProblem::Json(format!("\"issuer\" is {}, not a string", json_type_name(other))));
-        }
+        Some(value) => value
+            .as_str()
+            .ok_or_else(|| DocumentProblem::Json(format!("\"issuer\" is {}, not a string", value.type_name())))?,
         None => return Err(DocumentProblem::MissingField("no \"issuer\" member".into())),
     };
     let mut warnings = Vec::new();
     if issuer != expected_issuer {
         if !rules.skip_issuer_check {
-            return Err(DocumentProblem::IssuerMismatch { expected: expected_issuer.to_string(), found: issuer });
+            let found = kept(issuer, KEPT);
+            return Err(DocumentProblem::IssuerMismatch { expected: expected_issuer.to_string(), found });
         }
         warnings.push(format!(
-            "issuer {issuer:?} differs from {expected_issuer:?}; accepted because of --skip-issuer-check"
+            "issuer {} differs from {expected_issuer:?}; accepted because of --skip-issuer-check",
+            shown(&issuer, KEPT)
         ));
     }
 
     let mut document = Document {
-        issuer,
+        issuer: kept(issuer, KEPT),
         authorization_endpoint: optional_string(&doc, "authorization_endpoint")?,
         token_endpoint: optional_string(&doc, "token_endpoint")?,
         jwks_uri: optional_string(&doc, "jwks_uri")?,
         userinfo_endpoint: optional_string(&doc, "userinfo_endpoint")?,
         id_token_signing_alg_values_supported: optional_string_array(&doc, "id_token_signing_alg_values_supported")?
+            .map(kept_algs)
             .unwrap_or_default(),
         warnings,
         // Judged by MCP's rules, under `auto` only ([`registration`]).
@@ -248,33 +254,37 @@ pub fn validate_document(body: &[u8], expected_issuer: &str, rules: Rules) -> Re
     Ok(document)
 }
 
-/// The top-level member names that Go's encoding/json would read as `issuer`, duplicates kept
-/// (serde_json's map keeps only the last of equal names, and none of the case variants).
-fn issuer_members(text: &str) -> Vec<String> {
-    struct Names(Vec<String>);
-    impl<'de> serde::Deserialize<'de> for Names {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Names, D::Error> {
-            struct Visit;
-            impl<'de> serde::de::Visitor<'de> for Visit {
-                type Value = Names;
-                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("a JSON object")
-                }
-                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Names, A::Error> {
-                    let mut names = Vec::new();
-                    while let Some(name) = map.next_key::<String>()? {
-                        map.next_value::<serde::de::IgnoredAny>()?;
-                        if go_fold(&name) == "ISSUER" {
-                            names.push(name);
-                        }
-                    }
-                    Ok(Names(names))
-                }
-            }
-            d.deserialize_map(Visit)
+/// The top-level member names that Go's encoding/json would read as `issuer`, as spelt (the
+/// first [`NAMES_SHOWN`]), and how many there are.
+fn issuer_members(doc: &Object<'_>) -> (Vec<String>, usize) {
+    let mut names = Vec::new();
+    let mut count = 0;
+    for (name, _) in doc.members().filter(|(name, _)| name.fold().eq_ignore_ascii_case("issuer")) {
+        count += 1;
+        if names.len() < NAMES_SHOWN {
+            names.push(name.decoded().into_owned());
         }
     }
-    serde_json::from_str::<Names>(text).map(|n| n.0).unwrap_or_default()
+    (names, count)
+}
+
+/// How many signing algorithms a document keeps whatever they are.
+const ALGS_KEPT: usize = 64;
+
+/// The signing algorithms kept of a document's list: the first [`ALGS_KEPT`], then only those
+/// that need a published key and are not kept yet. A list of millions then costs what a short one
+/// does, and every judgement on it is the same: the key set is judged by those that need a key,
+/// and a list holding none of them keeps its first.
+fn kept_algs(items: Items<'_>) -> Vec<String> {
+    let mut kept: Vec<String> = Vec::new();
+    for alg in items.filter_map(Json::as_str) {
+        let needed =
+            kept.len() < ALGS_KEPT || (super::jwk_set::needs_public_key(&alg) && !kept.iter().any(|k| *k == alg));
+        if needed {
+            kept.push(super::kept(alg, super::SHOWN));
+        }
+    }
+    kept
 }
 
 fn strict_issuer_problem(issuer: &str) -> Option<String> {
@@ -286,7 +296,7 @@ fn strict_issuer_problem(issuer: &str) -> Option<String> {
 }
 
 /// REQUIRED members the document lacks, by specification.
-fn missing_required(doc: &Map<String, Value>, kind: MetadataKind) -> Vec<&'static str> {
+fn missing_required(doc: &Object<'_>, kind: MetadataKind) -> Vec<&'static str> {
     let has = |k: &str| doc.get(k).is_some_and(|v| !v.is_null());
     let mut missing: Vec<&'static str> = Vec::new();
     match kind {
@@ -300,14 +310,15 @@ fn missing_required(doc: &Map<String, Value>, kind: MetadataKind) -> Vec<&'stati
             if !has("response_types_supported") {
                 missing.push("response_types_supported");
             }
-            let grants = string_items(doc.get("grant_types_supported"));
+            let grants = doc.get("grant_types_supported").and_then(Json::items);
+            let is = |grant: Json<'_>, name: &str| grant.as_str().is_some_and(|g| g == name);
             // RFC 8414 §2: the default grant types are authorization_code and implicit.
-            let grants = grants.unwrap_or_else(|| vec!["authorization_code", "implicit"]);
-            let uses_authorization = grants.iter().any(|g| *g == "authorization_code" || *g == "implicit");
+            let uses_authorization =
+                grants.clone().is_none_or(|mut g| g.any(|g| is(g, "authorization_code") || is(g, "implicit")));
             if !has("authorization_endpoint") && uses_authorization {
                 missing.push("authorization_endpoint");
             }
-            let implicit_only = grants.iter().all(|g| *g == "implicit");
+            let implicit_only = grants.is_some_and(|mut g| g.all(|g| is(g, "implicit")));
             if !has("token_endpoint") && !implicit_only {
                 missing.push("token_endpoint");
             }
@@ -318,43 +329,34 @@ fn missing_required(doc: &Map<String, Value>, kind: MetadataKind) -> Vec<&'stati
 
 /// OIDC Discovery §3: token_endpoint is REQUIRED "unless only the Implicit Flow is used", i.e. no
 /// advertised response type contains `code`.
-fn oidc_implicit_only(doc: &Map<String, Value>) -> bool {
-    match string_items(doc.get("response_types_supported")) {
-        Some(types) if !types.is_empty() => types.iter().all(|t| !t.split(' ').any(|p| p == "code")),
-        _ => false,
-    }
+fn oidc_implicit_only(doc: &Object<'_>) -> bool {
+    let Some(mut types) = doc.get("response_types_supported").and_then(Json::items) else { return false };
+    let no_code = |t: Json<'_>| t.as_str().is_none_or(|t| !t.split(' ').any(|p| p == "code"));
+    types.clone().any(Json::is_string) && types.all(no_code)
 }
 
-fn string_items(v: Option<&Value>) -> Option<Vec<&str>> {
-    match v {
-        Some(Value::Array(items)) => Some(items.iter().filter_map(Value::as_str).collect()),
-        _ => None,
-    }
-}
-
-pub(super) fn optional_string(doc: &Map<String, Value>, key: &str) -> Result<Option<String>, DocumentProblem> {
+pub(super) fn optional_string(doc: &Object<'_>, key: &str) -> Result<Option<String>, DocumentProblem> {
     match doc.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(DocumentProblem::Json(format!("{key:?} is {}, not a string", json_type_name(other)))),
+        None => Ok(None),
+        Some(value) if value.is_null() => Ok(None),
+        Some(value) => value
+            .as_str()
+            .map(|s| Some(kept(s, KEPT)))
+            .ok_or_else(|| DocumentProblem::Json(format!("{key:?} is {}, not a string", value.type_name()))),
     }
 }
 
-pub(super) fn optional_string_array(
-    doc: &Map<String, Value>,
-    key: &str,
-) -> Result<Option<Vec<String>>, DocumentProblem> {
+/// The member `key` as an array of strings, its items decoded as they are read: `None` when it is
+/// absent or null, a problem when it is anything else or holds an item that is not a string.
+pub(super) fn optional_string_array<'a>(doc: &Object<'a>, key: &str) -> Result<Option<Items<'a>>, DocumentProblem> {
     match doc.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_string))
-            .collect::<Option<Vec<_>>>()
-            .map(Some)
-            .ok_or_else(|| DocumentProblem::Json(format!("{key:?} holds a non-string item"))),
-        Some(other) => {
-            Err(DocumentProblem::Json(format!("{key:?} is {}, not an array of strings", json_type_name(other))))
-        }
+        None => Ok(None),
+        Some(value) if value.is_null() => Ok(None),
+        Some(value) => match value.items() {
+            Some(items) if items.clone().all(Json::is_string) => Ok(Some(items)),
+            Some(_) => Err(DocumentProblem::Json(format!("{key:?} holds a non-string item"))),
+            None => Err(DocumentProblem::Json(format!("{key:?} is {}, not an array of strings", value.type_name()))),
+        },
     }
 }
 
@@ -458,7 +460,9 @@ mod tests {
             (r#"{"ıssuer":"https://e","issuer":"https://h","jwks_uri":"k"}"#, vec!["ıssuer", "issuer"]),
         ] {
             let expected: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-            assert_eq!(validate_document(body.as_bytes(), "https://h", r), Err(DocumentProblem::Duplicate(expected)));
+            let count = expected.len();
+            let found = validate_document(body.as_bytes(), "https://h", r);
+            assert_eq!(found, Err(DocumentProblem::Duplicate { names: expected, count }));
         }
         assert!(validate_document(br#"{"issuer":"https://h","issuers":1,"jwks_uri":"k"}"#, "https://h", r).is_ok());
     }
@@ -492,5 +496,36 @@ mod tests {
             validate_document(b"\xff", "https://h", r),
             Err(DocumentProblem::Body(BodyProblem::NotUtf8 { valid_up_to: 0 }))
         ));
+    }
+
+    /// However long a member, what the rules keep of it is bounded and the judgement is the whole's.
+    #[test]
+    fn long_members_are_judged_whole_and_kept_bounded() {
+        let r = rules(MetadataKind::Oidc, false);
+        let algs = "\"HS256\",".repeat(100_000);
+        let many = format!(
+            r#"{{"issuer":"https://h","jwks_uri":"k","id_token_signing_alg_values_supported":[{algs}"ES256"]}}"#
+        );
+        let kept = validate_document(many.as_bytes(), "https://h", r).unwrap().id_token_signing_alg_values_supported;
+        assert_eq!((kept.len(), kept[0].as_str(), kept[ALGS_KEPT].as_str()), (ALGS_KEPT + 1, "HS256", "ES256"));
+        let giant = format!("https://h/{}", "x".repeat(1 << 20));
+        let body = format!(r#"{{"issuer":"{giant}","jwks_uri":"k"}}"#);
+        let Err(problem @ DocumentProblem::IssuerMismatch { .. }) = validate_document(body.as_bytes(), "https://h", r)
+        else {
+            panic!("a giant issuer matched")
+        };
+        let DocumentProblem::IssuerMismatch { found, .. } = &problem else { unreachable!() };
+        assert!(
+            found.len() > KEPT && found.len() < KEPT + 8 && found.ends_with('…') && giant.starts_with(&found[..KEPT])
+        );
+        assert!(problem.to_string().len() < 2 * KEPT, "the message quotes a part");
+        let skip = Rules { skip_issuer_check: true, ..r };
+        let doc = validate_document(body.as_bytes(), "https://h", skip).unwrap();
+        assert!(doc.issuer.len() < KEPT + 8 && doc.warnings[0].len() < 2 * KEPT);
+        let dup = format!("{{{}\"jwks_uri\":\"k\"}}", "\"issuer\":\"https://h\",".repeat(1000));
+        let Err(problem) = validate_document(dup.as_bytes(), "https://h", r) else { panic!("duplicates passed") };
+        assert!(matches!(&problem, DocumentProblem::Duplicate { names, count: 1000 } if names.len() == NAMES_SHOWN));
+        assert!(problem.to_string().starts_with("the document has 1000 \"issuer\" members (\"issuer\", "), "{problem}");
+        assert!(problem.to_string().contains("\"issuer\", …): Go clients"), "{problem}");
     }
 }
