@@ -52,13 +52,17 @@ pub(crate) fn init_logging(mode: RunMode, rust_log: Option<String>, start: Insta
         let text = screen_text::escape(&text, false);
         let text = screen_text::bound(&text, screen_text::LINE_MAX);
         if json {
-            let line = serde_json::json!({
-                "time": rfc3339(SystemTime::now()),
-                "level": record.level().as_str().to_ascii_lowercase(),
-                "message": text,
-                "elapsed_ms": ms,
-            });
-            writeln!(buf, "{line}")
+            // The members in the order they always had (a map's: sorted by name).
+            #[derive(serde::Serialize)]
+            struct Line<'a> {
+                elapsed_ms: u128,
+                level: String,
+                message: &'a str,
+                time: String,
+            }
+            let level = record.level().as_str().to_ascii_lowercase();
+            let line = Line { elapsed_ms: ms, level, message: &text, time: rfc3339(SystemTime::now()) };
+            writeln!(buf, "{}", serde_json::to_string(&line).unwrap_or_default())
         } else {
             writeln!(buf, "wait-for-idp +{}.{:03}s {:<5} {text}", ms / 1000, ms % 1000, record.level())
         }
