@@ -6,30 +6,39 @@
 
 use miniz_oxide::inflate::TINFLStatus;
 use miniz_oxide::inflate::core::{DecompressorOxide, decompress, inflate_flags};
+use std::io::{self, BufRead, BufReader, Read};
 
 /// Why a gzip body could not be decoded.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum GzipProblem {
     /// The decoded body would pass `limit` bytes.
     TooLarge { limit: usize },
     /// Not gzip, or damaged; the words say where.
     Invalid(&'static str),
+    /// Reading the body failed.
+    Read(io::Error),
 }
 
-/// The decoded body of `input`, one or more gzip members, at most `limit` bytes.
-pub(crate) fn decode(mut input: &[u8], limit: usize) -> Result<Vec<u8>, GzipProblem> {
+/// How much of the compressed body is held at a time: it is decoded as it arrives, so a body
+/// that hardly compresses costs its decoded size, not twice that.
+const INPUT_BUFFER: usize = 32 * 1024;
+
+/// The decoded body of `input`, one or more gzip members, at most `limit` bytes, read as it
+/// arrives.
+pub(crate) fn decode(input: impl Read, limit: usize) -> Result<Vec<u8>, GzipProblem> {
+    let mut input = BufReader::with_capacity(INPUT_BUFFER, input);
     let mut out = Vec::new();
     // An empty body decodes to nothing (Go's reader reports the end at once).
-    while !input.is_empty() {
+    while !input.fill_buf().map_err(GzipProblem::Read)?.is_empty() {
         let start = out.len();
-        let deflated = header_len(input)?;
-        input = &input[deflated..];
-        let used = inflate(input, &mut out, limit)?;
-        input = &input[used..];
-        let [c0, c1, c2, c3, s0, s1, s2, s3, ..] = *input else {
+        header(&mut input)?;
+        inflate(&mut input, &mut out, limit)?;
+        let mut trailer = [0; 8];
+        if !fill(&mut input, &mut trailer)? {
             return Err(GzipProblem::Invalid("the gzip trailer is cut short"));
-        };
-        if u32::from_le_bytes([c0, c1, c2, c3]) != crc32(&out[start..]) {
+        }
+        let [c0, c1, c2, c3, s0, s1, s2, s3] = trailer;
+        if u32::from_le_bytes([c0, c1, c2, c3]) != crc32(0, &out[start..]) {
             return Err(GzipProblem::Invalid("the gzip checksum does not match the data"));
         }
         // ISIZE is the member's length modulo 2^32: the truncation is the format's.
@@ -38,57 +47,81 @@ pub(crate) fn decode(mut input: &[u8], limit: usize) -> Result<Vec<u8>, GzipProb
         if u32::from_le_bytes([s0, s1, s2, s3]) != size {
             return Err(GzipProblem::Invalid("the gzip length does not match the data"));
         }
-        input = &input[8..];
     }
     Ok(out)
 }
 
-/// The length of a member's header (RFC 1952 §2.3), checked as Go checks it.
-fn header_len(input: &[u8]) -> Result<usize, GzipProblem> {
+/// Fills `buf` from `input`; false when the input ends first.
+fn fill(input: &mut impl Read, buf: &mut [u8]) -> Result<bool, GzipProblem> {
+    let mut at = 0;
+    while at < buf.len() {
+        match input.read(&mut buf[at..]).map_err(GzipProblem::Read)? {
+            0 => return Ok(false),
+            n => at += n,
+        }
+    }
+    Ok(true)
+}
+
+/// Reads a member's header (RFC 1952 §2.3), checked as Go checks it.
+fn header(input: &mut impl Read) -> Result<(), GzipProblem> {
     const FHCRC: u8 = 2;
     const FEXTRA: u8 = 4;
     const FNAME: u8 = 8;
     const FCOMMENT: u8 = 16;
     let bad = GzipProblem::Invalid("the body is not gzip (bad gzip header)");
-    let &[0x1f, 0x8b, 8, flags, _, _, _, _, _, _, ..] = input else {
+    let cut = || GzipProblem::Invalid("the gzip header is cut short");
+    let mut fixed = [0; 10];
+    let whole = fill(input, &mut fixed)?;
+    let (true, [0x1f, 0x8b, 8, flags, ..]) = (whole, fixed) else {
         return Err(bad);
     };
     if flags & 0xe0 != 0 {
         return Err(bad);
     }
-    let mut at = 10;
+    let mut crc = crc32(0, &fixed);
+    // The header's next `n` bytes, or through the next zero byte when `n` is `None`.
+    let mut take = |n: Option<usize>, crc: &mut u32| -> Result<Vec<u8>, GzipProblem> {
+        let mut bytes = Vec::new();
+        let mut byte = [0];
+        while n.is_none_or(|n| bytes.len() < n) {
+            if !fill(input, &mut byte)? {
+                return Err(cut());
+            }
+            *crc = crc32(*crc, &byte);
+            bytes.push(byte[0]);
+            if n.is_none() && byte[0] == 0 {
+                break;
+            }
+        }
+        Ok(bytes)
+    };
     if flags & FEXTRA != 0 {
-        let len = input.get(at..at + 2).ok_or(GzipProblem::Invalid("the gzip header is cut short"))?;
-        at += 2 + usize::from(u16::from_le_bytes([len[0], len[1]]));
+        let len = take(Some(2), &mut crc)?;
+        take(Some(usize::from(u16::from_le_bytes([len[0], len[1]]))), &mut crc)?;
     }
     for flag in [FNAME, FCOMMENT] {
         if flags & flag != 0 {
-            let rest = input.get(at..).unwrap_or_default();
-            at += 1 + rest.iter().position(|&b| b == 0).ok_or(GzipProblem::Invalid("the gzip header is cut short"))?;
+            take(None, &mut crc)?;
         }
     }
     if flags & FHCRC != 0 {
-        let sum = input.get(at..at + 2).ok_or(GzipProblem::Invalid("the gzip header is cut short"))?;
+        let sum = take(Some(2), &mut 0)?;
         #[allow(clippy::cast_possible_truncation)]
-        let expected = crc32(&input[..at]) as u16;
+        let expected = crc as u16;
         if u16::from_le_bytes([sum[0], sum[1]]) != expected {
             return Err(GzipProblem::Invalid("the gzip header checksum does not match"));
         }
-        at += 2;
     }
-    if at > input.len() {
-        return Err(GzipProblem::Invalid("the gzip header is cut short"));
-    }
-    Ok(at)
+    Ok(())
 }
 
-/// Inflates one raw deflate stream from the start of `input`, appending to `out` (which must
-/// stay within `limit`); returns how many input bytes the stream took.
-fn inflate(input: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<usize, GzipProblem> {
+/// Inflates one raw deflate stream from `input`, appending to `out` (which must stay within
+/// `limit`), as the input arrives.
+fn inflate(input: &mut impl BufRead, out: &mut Vec<u8>, limit: usize) -> Result<(), GzipProblem> {
     let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
     let mut state = Box::<DecompressorOxide>::default();
     let mut out_pos = out.len();
-    let mut in_pos = 0;
     loop {
         if out.len() == out_pos {
             if out.len() >= limit {
@@ -98,15 +131,19 @@ fn inflate(input: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<usize, GzipP
             let grown = (out.len().max(4096) * 2).min(limit);
             out.resize(grown, 0);
         }
-        let (status, used, written) = decompress(&mut state, &input[in_pos..], out, out_pos, flags);
-        in_pos += used;
+        let available = input.fill_buf().map_err(GzipProblem::Read)?;
+        let ended = available.is_empty();
+        let more = if ended { 0 } else { inflate_flags::TINFL_FLAG_HAS_MORE_INPUT };
+        let (status, used, written) = decompress(&mut state, available, out, out_pos, flags | more);
+        input.consume(used);
         out_pos += written;
         match status {
             TINFLStatus::Done => {
                 out.truncate(out_pos);
-                return Ok(in_pos);
+                return Ok(());
             }
             TINFLStatus::HasMoreOutput => {}
+            TINFLStatus::NeedsMoreInput if !ended => {}
             TINFLStatus::NeedsMoreInput | TINFLStatus::FailedCannotMakeProgress => {
                 out.truncate(out_pos);
                 return Err(GzipProblem::Invalid("the gzip data is cut short"));
@@ -119,8 +156,9 @@ fn inflate(input: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<usize, GzipP
     }
 }
 
-/// CRC-32 (IEEE, reflected), as gzip's trailer holds it.
-fn crc32(data: &[u8]) -> u32 {
+/// CRC-32 (IEEE, reflected), as gzip's trailer holds it: of `data` after data whose CRC was
+/// `crc` (0 for none).
+fn crc32(crc: u32, data: &[u8]) -> u32 {
     const TABLE: [u32; 256] = {
         let mut table = [0u32; 256];
         let mut i = 0;
@@ -136,7 +174,7 @@ fn crc32(data: &[u8]) -> u32 {
         }
         table
     };
-    !data.iter().fold(!0u32, |c, &b| TABLE[usize::from((c as u8) ^ b)] ^ (c >> 8))
+    !data.iter().fold(!crc, |c, &b| TABLE[usize::from((c as u8) ^ b)] ^ (c >> 8))
 }
 
 #[cfg(test)]
@@ -151,11 +189,14 @@ mod tests {
 
     #[test]
     fn one_member_and_several_decode_and_damage_fails() {
-        assert_eq!(crc32(b"123456789"), 0xcbf4_3926, "the standard check value");
+        assert_eq!(crc32(0, b"123456789"), 0xcbf4_3926, "the standard check value");
+        assert_eq!(crc32(crc32(0, b"1234"), b"56789"), 0xcbf4_3926, "continued");
         assert_eq!(decode(MEMBER, 1024).unwrap(), br#"{"a":1}"#);
-        assert_eq!(decode(&[MEMBER, MEMBER].concat(), 1024).unwrap(), br#"{"a":1}{"a":1}"#);
-        assert_eq!(decode(b"", 1024).unwrap(), b"");
+        assert_eq!(decode(&[MEMBER, MEMBER].concat()[..], 1024).unwrap(), br#"{"a":1}{"a":1}"#);
+        assert_eq!(decode(&b""[..], 1024).unwrap(), b"");
         let invalid = |input: &[u8]| matches!(decode(input, 1024), Err(GzipProblem::Invalid(_)));
+        let bytewise = |input: &[u8]| decode(Bytewise(input), 1024).unwrap();
+        assert_eq!(bytewise(&[MEMBER, MEMBER].concat()), br#"{"a":1}{"a":1}"#, "read as it arrives, a byte a time");
         assert!(invalid(br#"{"a":1}"#), "not gzip");
         assert!(invalid(&MEMBER[..MEMBER.len() - 1]), "trailer cut");
         assert!(invalid(&MEMBER[..15]), "data cut");
@@ -165,12 +206,48 @@ mod tests {
         assert!(invalid(&bad_crc));
     }
 
+    /// A body that arrives a byte at a time.
+    struct Bytewise<'a>(&'a [u8]);
+
+    impl Read for Bytewise<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let Some((&first, rest)) = self.0.split_first() else { return Ok(0) };
+            buf[0] = first;
+            self.0 = rest;
+            Ok(1)
+        }
+    }
+
+    /// A header with every optional field, its CRC checked, and a read that fails: its error.
+    #[test]
+    fn headers_with_every_field_and_failed_reads() {
+        let mut head = vec![0x1f, 0x8b, 8, 2 | 4 | 8 | 16, 0, 0, 0, 0, 0, 3, 3, 0, b'x', b'y', b'z', b'n', 0, b'c', 0];
+        let sum = crc32(0, &head);
+        head.extend((sum as u16).to_le_bytes());
+        let member = [&head[..], &MEMBER[10..]].concat();
+        assert_eq!(decode(Bytewise(&member), 1024).unwrap(), br#"{"a":1}"#);
+        let mut bad = member.clone();
+        bad[12] = b'w';
+        assert!(matches!(decode(&bad[..], 1024), Err(GzipProblem::Invalid("the gzip header checksum does not match"))));
+        assert!(matches!(decode(&member[..14], 1024), Err(GzipProblem::Invalid("the gzip header is cut short"))));
+        let failing = MEMBER[..12].chain(io::repeat(0).take(1).chain(Failing));
+        assert!(matches!(decode(failing, 1024), Err(GzipProblem::Read(_))));
+    }
+
+    struct Failing;
+
+    impl Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            Err(io::Error::new(io::ErrorKind::TimedOut, "stalled"))
+        }
+    }
+
     #[test]
     fn a_bomb_stops_at_the_limit() {
         // The member repeated: the decoded total passes the limit mid-member. (The integration
         // tests send a real bomb, 16 MiB of zeros in a few KiB.)
         let many = MEMBER.repeat(100);
-        assert_eq!(decode(&many, 699), Err(GzipProblem::TooLarge { limit: 699 }));
-        assert_eq!(decode(&many, 700).unwrap().len(), 700);
+        assert!(matches!(decode(&many[..], 699), Err(GzipProblem::TooLarge { limit: 699 })));
+        assert_eq!(decode(&many[..], 700).unwrap().len(), 700);
     }
 }

@@ -61,14 +61,18 @@ pub(crate) fn read(
         return Ok(fetched);
     }
     let limit = u64::try_from(BODY_LIMIT).unwrap_or(u64::MAX);
-    let body = response.body_mut().with_config().limit(limit).read_to_vec();
-    fetched.body = body.map_err(|e| classify(e, progress, budget))?;
-    if gzipped {
-        fetched.body = gzip::decode(&fetched.body, BODY_LIMIT).map_err(|problem| match problem {
-            GzipProblem::TooLarge { limit } => FetchError::Body(too_large(limit, " once gzip-decoded")),
-            GzipProblem::Invalid(why) => FetchError::Body(format!("gzip body from {host} not decoded: {why}")),
-        })?;
+    let body = response.body_mut().with_config().limit(limit);
+    if !gzipped {
+        fetched.body = body.read_to_vec().map_err(|e| classify(e, progress, budget))?;
+        return Ok(fetched);
     }
+    // Decoded as it arrives: the compressed body is never held whole beside the decoded one.
+    fetched.body = gzip::decode(body.reader(), BODY_LIMIT).map_err(|problem| match problem {
+        GzipProblem::TooLarge { limit } => FetchError::Body(too_large(limit, " once gzip-decoded")),
+        GzipProblem::Invalid(why) => FetchError::Body(format!("gzip body from {host} not decoded: {why}")),
+        // As `read_to_vec` turns a read's error back into ureq's.
+        GzipProblem::Read(e) => classify(ureq::Error::from(e), progress, budget),
+    })?;
     Ok(fetched)
 }
 
