@@ -24,6 +24,7 @@ import threading
 import time
 from pathlib import Path
 
+import hostile
 import startup
 
 BUSYBOX = shutil.which("busybox") or "/usr/bin/busybox"
@@ -661,6 +662,7 @@ MEASURES = {
     "sizes": measure_sizes,
     "one-check": measure_one_check,
     "big-document": measure_big_document,
+    "hostile": hostile.measure,
     "lag": measure_lag,
     "load": measure_load,
     "deadline": measure_deadline,

@@ -29,6 +29,7 @@ mod image;
 mod in_cluster;
 mod issuers;
 mod mcp_endpoint;
+mod memory;
 mod network_faults;
 mod output;
 mod parity;
