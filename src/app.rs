@@ -65,6 +65,7 @@ fn run() -> ExitCode {
         return report::dry_run(&config, mode, &notices);
     }
     report::init_logging(mode, std::env::var("RUST_LOG").ok(), started);
+    report::prepare_last_word(mode, &config.termination_log);
     report::startup(&config, &notices, signals.err());
     let health = match start_serving(&config, started) {
         Ok(health) => health,

@@ -160,7 +160,7 @@ fn on_the_wire(body: &[u8], wire: Wire) -> (Vec<(String, String)>, Vec<u8>) {
 }
 
 /// The shipped binary (`.ci/build-static amd64`), its address space bounded to the recipes' limit.
-fn bounded_gate(ca: &TestCa, issuer: &str) -> Command {
+fn bounded_gate(ca: &TestCa, issuer: &str, bound: u64) -> Command {
     let shipped = repo_root().join("target/x86_64-unknown-linux-musl/release/wait-for-idp");
     assert!(shipped.is_file(), "{} is missing: build it with `bash .ci/build-static amd64`", shipped.display());
     let mut cmd = Command::new(shipped);
@@ -168,23 +168,17 @@ fn bounded_gate(ca: &TestCa, issuer: &str) -> Command {
     cmd.args(["--issuer", issuer, "--ca-file", &ca.ca_arg()]);
     // SAFETY: setrlimit(2) is async-signal-safe, and the closure touches nothing else.
     unsafe {
-        cmd.pre_exec(|| {
-            let limit = libc::rlimit { rlim_cur: LIMIT, rlim_max: LIMIT };
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit { rlim_cur: bound, rlim_max: bound };
             if libc::setrlimit(libc::RLIMIT_AS, &limit) == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
         });
     }
     cmd
 }
 
-/// Every hostile shape, each just under 16 MiB decoded (most in a few KB of gzip): the gate ends
-/// with the exit the document deserves, its last line, its JSON and its termination message,
-/// within the recipes' 32 Mi as an address-space bound. The old reader aborted on the first
-/// ("memory allocation of … bytes failed").
-#[test]
-#[ignore = "needs the shipped static binary (bash .ci/build-static amd64) and moves about 70 MiB; the test command runs it"]
-fn hostile_documents_end_normally_within_the_recipes_memory_limit() {
-    let ca = TestCa::new();
-    let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
+/// A provider serving every shape: shape `i` for the issuer `{issuer}/{i}`.
+fn hostile_provider(ca: &TestCa) -> (Provider, String) {
+    Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |iss| {
         type Sent = (Vec<(String, String)>, Vec<u8>);
         let served: Vec<(Sent, Option<Sent>)> = (0..SHAPES.len())
             .map(|i| {
@@ -205,14 +199,25 @@ fn hostile_documents_end_normally_within_the_recipes_memory_limit() {
             };
             Reply::Response { status: 200, headers: headers.clone(), body: body.clone() }
         })
-    });
+    })
+}
+
+/// Every hostile shape, each just under 16 MiB decoded (most in a few KB of gzip): the gate ends
+/// with the exit the document deserves, its last line, its JSON and its termination message,
+/// within the recipes' 32 Mi as an address-space bound. The old reader aborted on the first
+/// ("memory allocation of 632 bytes failed").
+#[test]
+#[ignore = "needs the shipped static binary (bash .ci/build-static amd64) and moves about 70 MiB; the test command runs it"]
+fn hostile_documents_end_normally_within_the_recipes_memory_limit() {
+    let ca = TestCa::new();
+    let (_p, iss) = hostile_provider(&ca);
     for (i, &(name, extra, exit)) in SHAPES.iter().enumerate() {
         let issuer = format!("{iss}/{i}");
         let termination = tempfile::NamedTempFile::new().unwrap();
         let term = termination.path().to_str().unwrap();
         let mut args = vec!["--once", "--timeout", "60s", "--output", "json", "--termination-log", term];
         args.extend(extra);
-        let r = run_args(bounded_gate(&ca, &issuer), &args);
+        let r = run_args(bounded_gate(&ca, &issuer, LIMIT), &args);
         assert_eq!(r.code, Some(exit), "{}: exit (killed if none); log:\n{}", name, r.log());
         let outcome = if exit == 0 { "ready" } else { "not-ready" };
         assert_eq!(r.json()["outcome"], outcome, "{}: the JSON", name);
@@ -221,4 +226,25 @@ fn hostile_documents_end_normally_within_the_recipes_memory_limit() {
         let word = if exit == 0 { "ready: " } else { "not ready: " };
         assert!(last.contains(word) && said.starts_with(word), "{}: last line {last:?}, termination {said:?}", name);
     }
+}
+
+/// If memory runs out anyway (here a bound of 20 MiB, below what a 16 MiB document needs), the
+/// process dies of the abort as before, but its last word reaches the log and the termination
+/// message: what happened, and that the limit is too small. Before, only Rust's "memory
+/// allocation of … bytes failed" reached stderr, and the termination message was empty.
+#[test]
+#[ignore = "needs the shipped static binary (bash .ci/build-static amd64); the test command runs it"]
+fn running_out_of_memory_anyway_still_says_so() {
+    let ca = TestCa::new();
+    let (_p, iss) = hostile_provider(&ca);
+    let termination = tempfile::NamedTempFile::new().unwrap();
+    let term = termination.path().to_str().unwrap();
+    let args = ["--once", "--timeout", "60s", "--termination-log", term];
+    let r = run_args(bounded_gate(&ca, &format!("{iss}/0"), 20 * 1024 * 1024), &args);
+    assert_eq!(r.code, None, "killed by SIGABRT; log:\n{}", r.log());
+    let said = "not ready: the gate ran out of memory (an allocation of ";
+    let last = r.log().lines().last().unwrap_or_default();
+    assert!(last.starts_with(&format!("wait-for-idp ERROR {said}")), "last line {last:?}");
+    let message = std::fs::read_to_string(termination.path()).unwrap();
+    assert!(message.starts_with(said) && message.contains("its memory limit is too small"), "{message:?}");
 }

@@ -12,7 +12,8 @@
 //! - [`once`]: the `--once` summary on stdout;
 //! - [`conclusion`]: what to say when the wait ends;
 //! - [`delivery`]: saying it, bounded in time, to stderr, stdout and the termination log, and the
-//!   last word when the hand-over to the command after `--` does not happen.
+//!   last word when the hand-over to the command after `--` does not happen;
+//! - [`last_resort`]: the last word when memory runs out or an internal error stops the process.
 
 mod before_wait;
 mod conclusion;
@@ -20,6 +21,7 @@ mod delivery;
 mod exit_code;
 mod failure_text;
 mod json;
+mod last_resort;
 mod log_lines;
 mod once;
 mod outcome;
@@ -29,5 +31,6 @@ pub(crate) use conclusion::{cannot_wait, conclude, interrupted};
 pub(crate) use delivery::cannot_hand_over;
 pub(crate) use exit_code::ExitCode;
 pub(crate) use failure_text::line as failure_line;
+pub(crate) use last_resort::prepare as prepare_last_word;
 pub(crate) use log_lines::{LineThrottle, init_logging, label, log_attempt};
 pub(crate) use outcome::{Outcome, Stopped, TargetResult};
