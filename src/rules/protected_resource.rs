@@ -152,13 +152,12 @@ pub(crate) fn validate(
     if count > 1 {
         // The others as a message can show them: a list can hold a million.
         let mut others = String::new();
-        for server in servers.skip(1) {
+        for (i, server) in servers.skip(1).enumerate() {
             if others.len() > OTHERS_SHOWN {
                 break;
             }
-            let server = url::redact(super::cut(&server, OTHERS_SHOWN));
-            others.push_str(if others.is_empty() { "" } else { ", " });
-            others.push_str(&server);
+            others.push_str(if i == 0 { "" } else { ", " });
+            others.push_str(&url::redact(super::cut(&server, OTHERS_SHOWN)));
         }
         warnings.push(format!(
             "protected resource metadata lists {count} authorization servers; MCP clients use the first, {}, so the \
@@ -387,5 +386,22 @@ mod tests {
         ] {
             assert_eq!(challenge_metadata_url(header), None, "{header}");
         }
+    }
+
+    /// The servers not checked are named as the document lists them (an empty one too), the
+    /// first kilobyte of them when it lists a hundred thousand.
+    #[test]
+    fn the_servers_not_checked_are_named_in_part() {
+        let tls = url::Transport::TlsOnly;
+        let body = br#"{"resource":"https://h","authorization_servers":["https://as.example","","https://b"]}"#;
+        let warning = &validate(body, &["https://h".to_string()], tls).unwrap().warnings[0];
+        assert!(warning.ends_with("(not checked: , https://b)"), "{warning}");
+        let many = format!(
+            r#"{{"resource":"https://h","authorization_servers":["https://as.example",{}"https://b"]}}"#,
+            r#""https://other.example","#.repeat(100_000)
+        );
+        let warning = &validate(many.as_bytes(), &["https://h".to_string()], tls).unwrap().warnings[0];
+        assert!(warning.starts_with("protected resource metadata lists 100002 authorization servers"), "{warning}");
+        assert!(warning.len() < 1500, "{}", warning.len());
     }
 }
