@@ -168,10 +168,7 @@ impl<'a> Name<'a> {
     /// Whether it decodes to exactly `name`.
     pub(crate) fn is(self, name: &str) -> bool {
         let inner = &self.0[1..self.0.len() - 1];
-        if inner == name.as_bytes() {
-            return true;
-        }
-        inner.iter().any(|&b| b == b'\\' || b >= 0x80) && self.decoded() == name
+        if inner.iter().any(|&b| b == b'\\' || b >= 0x80) { self.decoded() == name } else { inner == name.as_bytes() }
     }
 
     /// Folded as Go's encoding/json matches a name to a struct field ([`go_fold`]), up to ASCII
@@ -312,6 +309,7 @@ mod tests {
         assert_eq!(member(br#"{"a":"\ud83d\ude00"}"#, "a"), "😀", "a pair stays a pair");
         assert_eq!(member(br#"{"a":"\"\\\/\b\f\n\r\t\u00e9"}"#, "a"), "\"\\/\u{8}\u{c}\n\r\t\u{e9}");
         assert_eq!(member(br#"{"\u0061":"1","a":"2"}"#, "a"), "2", "names decoded, the last kept");
+        assert_eq!(member(br#"{"\\u0061":"1","\u0061":"2"}"#, "\\u0061"), "1", "an escape is no text");
         let repair = |body: &[u8], name: &str| check(body).unwrap().get(name).unwrap().repair();
         assert_eq!(repair(b"{\"a\":[1e400,{\"k\\ud800\":\"\xff\"}]}", "a"), Some(Repair::LoneSurrogate));
         assert_eq!(repair(b"{\"a\":{\"b\":[\"\xff\",\"\\udfff\"]}}", "a"), Some(Repair::InvalidUtf8));
