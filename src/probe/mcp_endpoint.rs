@@ -317,6 +317,19 @@ mod tests {
         assert_eq!(verdict(Method::Initialize, &answer(200, json, init)), "answered");
         let refused = r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32600,"message":"no"}}"#;
         assert_eq!(verdict(Method::Initialize, &answer(200, json, refused)), "stop");
+        // The id the request sent is 0: written so, not 0.0, -0 or a number out of range.
+        for id in ["0.0", "-0", "1e400", "\"0\""] {
+            let other = init.replacen(r#""id":0"#, &format!(r#""id":{id}"#), 1);
+            assert_eq!(verdict(Method::Initialize, &answer(200, json, &other)), "stop", "{id}");
+        }
+        // What a stopping answer held is quoted as sent, its first 160 characters.
+        let big = format!(r#"{{"jsonrpc":"2.0","id":0,"result":{{"x":"{}"}}}}"#, "y".repeat(1 << 20));
+        let Verdict::Stop(failure) = judge(Method::Initialize, &answer(200, json, &big)) else { panic!("no result") };
+        assert!(
+            failure.message.contains(r#"with the result {"x":"yyy"#) && failure.message.len() < 400,
+            "{}",
+            failure.message
+        );
     }
 
     #[test]
