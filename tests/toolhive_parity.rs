@@ -410,6 +410,19 @@ struct Row {
     mark: String,
     holds: bool,
     agree: bool,
+    /// Whether the runner's request and the gate's reached the state's provider (its first
+    /// server): a state decided before any request (nothing listening, a handshake refused, the
+    /// client's own rule) tests the rule, not the server it drew.
+    reached: (bool, bool),
+}
+
+/// Which sides' requests the provider read: the gate's by its `User-Agent`, the runner's by any
+/// other.
+fn reached(provider: Option<&Provider>) -> (bool, bool) {
+    let Some(provider) = provider else { return (false, false) };
+    let seen = provider.seen.lock().unwrap();
+    let gate = |r: &Request| r.header("user-agent").is_some_and(|a| a.starts_with("wait-for-idp/"));
+    (seen.iter().any(|r| !gate(r)), seen.iter().any(gate))
 }
 
 #[test]
@@ -435,7 +448,7 @@ fn toolhive_s_runner_and_the_gate_agree_on_every_state() {
                     };
                     let Some(state) = all.get(i) else { return };
                     let mut others = Vec::new();
-                    let (_provider, issuer) = provider(state, &ca, &mut others);
+                    let (served, issuer) = provider(state, &ca, &mut others);
                     let ca_file = if state.trust == Trust::OtherCa { other.ca_arg() } else { ca.ca_arg() };
                     let dir = tempfile::tempdir().unwrap();
                     let (runner, gate) = std::thread::scope(|inner| {
@@ -448,7 +461,9 @@ fn toolhive_s_runner_and_the_gate_agree_on_every_state() {
                         (false, None) => (false, false, "**DISAGREE**".to_string()),
                         (true, Some(why)) => (true, false, format!("**AGREES, expected to differ**: {why}")),
                     };
-                    let row = Row { state: state.label.into(), runner: runner.1, gate: gate.1, mark, holds, agree };
+                    let reached = reached(served.as_ref());
+                    let row =
+                        Row { state: state.label.into(), runner: runner.1, gate: gate.1, mark, holds, agree, reached };
                     rows.lock().unwrap().push((i, row));
                 }
             });
@@ -467,10 +482,24 @@ fn report(rows: &[Row]) {
         "{agree} of {} states agree (thv-proxyrunner v0.47.0's start vs `wait-for-idp --client toolhive`)",
         rows.len()
     );
-    let mut md =
-        format!("{summary}\n\n| state | thv-proxyrunner | wait-for-idp --client toolhive | |\n|---|---|---|---|\n");
+    let both = rows.iter().filter(|r| r.reached == (true, true)).count();
+    let reach = format!(
+        "{both} of {} states reached their provider from both sides; the others were decided before a request \
+         (see the table's last column)",
+        rows.len()
+    );
+    let mut md = format!(
+        "{summary}\n\n{reach}\n\n| state | thv-proxyrunner | wait-for-idp --client toolhive | | provider reached by |\n\
+         |---|---|---|---|---|\n"
+    );
     for r in rows {
-        md.push_str(&format!("| {} | {} | {} | {} |\n", r.state, r.runner, r.gate, r.mark));
+        let by = match r.reached {
+            (true, true) => "both",
+            (true, false) => "the runner only",
+            (false, true) => "the gate only",
+            (false, false) => "neither",
+        };
+        md.push_str(&format!("| {} | {} | {} | {} | {by} |\n", r.state, r.runner, r.gate, r.mark));
     }
     std::fs::write(Path::new(env!("CARGO_TARGET_TMPDIR")).join("parity-toolhive.md"), &md).unwrap();
     println!("{md}");
@@ -481,4 +510,5 @@ fn report(rows: &[Row]) {
     let line = doc.lines().find(|l| l.starts_with("| **ToolHive's proxy runner"));
     assert!(line.is_some_and(|l| l.ends_with(&cell)), "docs/parity.md's ToolHive row must say {cell}: {line:?}");
     assert!(doc.contains(&summary), "docs/parity.md's ToolHive table must start with: {summary}");
+    assert!(doc.contains(&reach), "docs/parity.md's ToolHive table must say: {reach}");
 }
