@@ -23,7 +23,6 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// The default seed; `FETCH_DIFFERENTIAL_SEED` draws another sample, and `FETCH_DIFFERENTIAL_GATE`
@@ -582,35 +581,17 @@ fn the_gate_fetches_as_oauth2_proxy_does() {
     let pki = Pki { key: ca.key_pem_file().display().to_string(), dir: dir.display().to_string(), ca };
     let dead = Reserved::new();
 
-    let next = Mutex::new(0usize);
-    let rows: Mutex<Vec<(usize, Row)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..4 {
-            scope.spawn(|| {
-                loop {
-                    let i = {
-                        let mut n = next.lock().unwrap();
-                        *n += 1;
-                        *n - 1
-                    };
-                    let Some(state) = states.get(i) else { break };
-                    let s = &servers[state.server];
-                    let running = state.start(s, &pki);
-                    let env = state.env(s, &running, &pki, dead.port);
-                    let (go, gate) = std::thread::scope(|inner| {
-                        let gate = inner.spawn(|| gate_verdict(&env));
-                        (oracle_verdict(&env), gate.join().unwrap())
-                    });
-                    drop(running);
-                    let row = Row { state: state.describe(s), mark: mark(s, go.0, gate.0), go: go.1, gate: gate.1 };
-                    rows.lock().unwrap().push((i, row));
-                }
-            });
-        }
+    let rows = in_parallel(&states, 4, |state| {
+        let s = &servers[state.server];
+        let running = state.start(s, &pki);
+        let env = state.env(s, &running, &pki, dead.port);
+        let (go, gate) = std::thread::scope(|inner| {
+            let gate = inner.spawn(|| gate_verdict(&env));
+            (oracle_verdict(&env), gate.join().unwrap())
+        });
+        drop(running);
+        Row { state: state.describe(s), mark: mark(s, go.0, gate.0), go: go.1, gate: gate.1 }
     });
-    let mut rows = rows.into_inner().unwrap();
-    rows.sort_by_key(|(i, _)| *i);
-    let rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
     report(seed, &rows);
 }
 

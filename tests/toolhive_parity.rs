@@ -24,7 +24,6 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A name only this test's `/etc/hosts` resolves, to 127.0.0.1: a private address to ToolHive.
@@ -434,44 +433,25 @@ fn toolhive_s_runner_and_the_gate_agree_on_every_state() {
     let other = TestCa::new();
     let hosts = ca.dir.path().join("hosts");
     std::fs::write(&hosts, format!("127.0.0.1 localhost {NAME}\n::1 localhost\n")).unwrap();
-    let all = states();
-    let rows = Mutex::new(Vec::new());
-    let next = Mutex::new(0usize);
-    std::thread::scope(|scope| {
-        for _ in 0..3 {
-            scope.spawn(|| {
-                loop {
-                    let i = {
-                        let mut n = next.lock().unwrap();
-                        *n += 1;
-                        *n - 1
-                    };
-                    let Some(state) = all.get(i) else { return };
-                    let mut others = Vec::new();
-                    let (served, issuer) = provider(state, &ca, &mut others);
-                    let ca_file = if state.trust == Trust::OtherCa { other.ca_arg() } else { ca.ca_arg() };
-                    let dir = tempfile::tempdir().unwrap();
-                    let (runner, gate) = std::thread::scope(|inner| {
-                        let gate = inner.spawn(|| gate_start(state, &issuer, (&ca_file, &hosts)));
-                        (runner_start(state, &issuer, (&ca_file, &hosts), dir.path()), gate.join().unwrap())
-                    });
-                    let (agree, holds, mark) = match (runner.0 == gate.0, state.named) {
-                        (true, None) => (true, true, "agree".to_string()),
-                        (false, Some(why)) => (false, true, format!("**differs**: {why}")),
-                        (false, None) => (false, false, "**DISAGREE**".to_string()),
-                        (true, Some(why)) => (true, false, format!("**AGREES, expected to differ**: {why}")),
-                    };
-                    let reached = reached(served.as_ref());
-                    let row =
-                        Row { state: state.label.into(), runner: runner.1, gate: gate.1, mark, holds, agree, reached };
-                    rows.lock().unwrap().push((i, row));
-                }
-            });
-        }
+    let rows = in_parallel(&states(), 3, |state| {
+        let mut others = Vec::new();
+        let (served, issuer) = provider(state, &ca, &mut others);
+        let ca_file = if state.trust == Trust::OtherCa { other.ca_arg() } else { ca.ca_arg() };
+        let dir = tempfile::tempdir().unwrap();
+        let (runner, gate) = std::thread::scope(|inner| {
+            let gate = inner.spawn(|| gate_start(state, &issuer, (&ca_file, &hosts)));
+            (runner_start(state, &issuer, (&ca_file, &hosts), dir.path()), gate.join().unwrap())
+        });
+        let (agree, holds, mark) = match (runner.0 == gate.0, state.named) {
+            (true, None) => (true, true, "agree".to_string()),
+            (false, Some(why)) => (false, true, format!("**differs**: {why}")),
+            (false, None) => (false, false, "**DISAGREE**".to_string()),
+            (true, Some(why)) => (true, false, format!("**AGREES, expected to differ**: {why}")),
+        };
+        let reached = reached(served.as_ref());
+        Row { state: state.label.into(), runner: runner.1, gate: gate.1, mark, holds, agree, reached }
     });
-    let mut rows = rows.into_inner().unwrap();
-    rows.sort_by_key(|(i, _)| *i);
-    report(&rows.into_iter().map(|(_, r)| r).collect::<Vec<_>>());
+    report(&rows);
 }
 
 /// Prints the table, writes it to target/tmp/parity-toolhive.md, holds every row, and checks the

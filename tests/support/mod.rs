@@ -89,3 +89,29 @@ pub fn copy_static_busybox(context: &Path) {
     );
     std::fs::copy(busybox, context.join("busybox")).unwrap();
 }
+
+/// `f` over every item, `workers` at a time (a differential's states each start processes and
+/// wait on them, so a few run side by side); the results in the items' order.
+pub fn in_parallel<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let next = std::sync::Mutex::new(0usize);
+    let done = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = {
+                        let mut n = next.lock().unwrap();
+                        *n += 1;
+                        *n - 1
+                    };
+                    let Some(item) = items.get(i) else { return };
+                    let result = f(item);
+                    done.lock().unwrap().push((i, result));
+                }
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap();
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
