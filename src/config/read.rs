@@ -168,10 +168,10 @@ impl Values {
         let mut refuse_private = inputs.switch(Id::RefusePrivateAddresses)?;
         for raw in &issuers {
             let Ok(parts) = url::split(&raw.value) else { continue };
-            if let Some(why) = client.issuer_problem(parts.scheme, parts.authority) {
+            if let Some(why) = client.issuer_problem(parts.scheme, parts.host) {
                 return Err(raw.invalid(format!("an https issuer with {} toolhive: {why}", Id::Client.flag())));
             }
-            refuse_private |= client.refuses_private(parts.authority, allow_private);
+            refuse_private |= client.refuses_private(parts.host, allow_private);
         }
         let rules = Rules {
             kind: inputs.choice(Id::Metadata)?,

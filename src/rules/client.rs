@@ -40,15 +40,15 @@ impl Client {
     }
 
     /// ToolHive's issuer rule, before any request: `invalid issuer URL: endpoint must use HTTPS`.
-    pub(crate) fn issuer_problem(self, scheme: &str, authority: &str) -> Option<&'static str> {
-        (self == Client::ToolHive && scheme != "https" && !loopback(authority))
+    pub(crate) fn issuer_problem(self, scheme: &str, host: &str) -> Option<&'static str> {
+        (self == Client::ToolHive && scheme != "https" && !loopback(host))
             .then_some("ToolHive refuses it (\"endpoint must use HTTPS\"): use https, or a loopback host")
     }
 
     /// A private address is refused for this issuer unless `allowed` (`allow_private_ips`, the
     /// gate's `--refuse-private-addresses=false`): ToolHive's, unless the issuer's host is loopback.
-    pub(crate) fn refuses_private(self, authority: &str, allowed: bool) -> bool {
-        self == Client::ToolHive && !allowed && !loopback(authority)
+    pub(crate) fn refuses_private(self, host: &str, allowed: bool) -> bool {
+        self == Client::ToolHive && !allowed && !loopback(host)
     }
 
     /// Why the client refuses a document that passed the specification's rules, if it does.
@@ -65,13 +65,13 @@ impl Client {
         if !listed("response_types_supported") {
             return Some("no \"response_types_supported\"".into());
         }
-        let local = crate::url::split(issuer).is_ok_and(|p| loopback(p.authority));
+        let local = crate::url::split(issuer).is_ok_and(|p| loopback(p.host));
         let members = ["authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri"];
         members.into_iter().find_map(|k| {
             let endpoint = text(k)?;
             let parts = crate::url::split(&endpoint).ok();
             match parts {
-                Some(p) if local && !loopback(p.authority) => {
+                Some(p) if local && !loopback(p.host) => {
                     Some(format!("{k} {endpoint:?}: the issuer is loopback but this host is not"))
                 }
                 Some(p) if !local && p.scheme != "https" => {
@@ -83,14 +83,11 @@ impl Client {
     }
 }
 
-/// ToolHive's loopback host (`oauthproto.IsLoopbackHost`): `localhost` in any case (no dot, no
-/// subdomain), or an address Go calls loopback (127/8, `::1`, `::ffff:127.x`), port or not.
-fn loopback(authority: &str) -> bool {
-    let host = match authority.rsplit_once(':') {
-        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) && (h.ends_with(']') || !h.contains(':')) => h,
-        _ => authority,
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
+/// ToolHive's loopback host (`oauthproto.IsLoopbackHost`), narrower than the gate's own
+/// `url::is_loopback`: `localhost` in any case (no dot, no subdomain), or an address Go calls
+/// loopback (127/8, `::1`, `::ffff:127.x`). `host` as `url::Parts::host` writes it.
+fn loopback(host: &str) -> bool {
+    let host = crate::url::bare_host(host);
     host.eq_ignore_ascii_case("localhost")
         || host.parse::<std::net::IpAddr>().is_ok_and(|ip| match ip {
             std::net::IpAddr::V4(v4) => v4.is_loopback(),
@@ -123,15 +120,20 @@ mod tests {
         }))
     }
 
+    /// The host of an authority, as the callers take it from `url::split`.
+    fn host(authority: &str) -> String {
+        crate::url::split(&format!("https://{authority}/")).unwrap().host.to_string()
+    }
+
     #[test]
     fn loopback_is_toolhive_s() {
         for yes in
             ["localhost", "LOCALHOST:8443", "127.0.0.1", "127.9.9.9:1", "[::1]", "[::1]:443", "[::ffff:127.0.0.1]"]
         {
-            assert!(loopback(yes), "{yes}");
+            assert!(loopback(&host(yes)), "{yes}");
         }
         for no in ["localhost.", "idp.localhost", "10.0.0.1", "idp.example:443", "[::2]"] {
-            assert!(!loopback(no), "{no}");
+            assert!(!loopback(&host(no)), "{no}");
         }
     }
 
@@ -157,10 +159,10 @@ mod tests {
     fn the_issuer_private_addresses_and_time_are_the_client_s() {
         let t = Client::ToolHive;
         assert!(t.issuer_problem("http", "idp.example").is_some());
-        assert_eq!(t.issuer_problem("http", "localhost:8080"), None);
+        assert_eq!(t.issuer_problem("http", &host("localhost:8080")), None);
         assert_eq!(Client::Any.issuer_problem("http", "idp.example"), None);
         assert!(t.refuses_private("idp.example", false) && !t.refuses_private("idp.example", true));
-        assert!(!t.refuses_private("127.0.0.1:8443", false) && !Client::Any.refuses_private("idp", false));
+        assert!(!t.refuses_private(&host("127.0.0.1:8443"), false) && !Client::Any.refuses_private("idp", false));
         assert_eq!(t.attempt_limit(), Some(Some(Duration::from_secs(10))));
         assert_eq!((Client::OAuth2Proxy.attempt_limit(), Client::Any.attempt_limit()), (Some(None), None));
     }
