@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import hostile
+import probes
 import startup
 
 BUSYBOX = shutil.which("busybox") or "/usr/bin/busybox"
@@ -669,6 +670,7 @@ MEASURES = {
     "sigterm": measure_sigterm,
     "herd": measure_herd,
     "startup": startup.measure,
+    "probes": probes.measure,
 }
 
 
@@ -693,6 +695,7 @@ def main():
     parser.add_argument("--herd-trust", action="store_true",
                         help="Go's trust variables set to Debian's store in each herd client's environment")
     parser.add_argument("--startup-runs", type=int, default=21, help="rounds of the start-up measure")
+    parser.add_argument("--probe-seconds", type=float, default=10, help="seconds of probes beside each hostile shape")
     parser.add_argument("--plot", help="write the herd plot (PNG) here")
     args = parser.parse_args()
     random.seed(7)

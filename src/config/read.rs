@@ -299,8 +299,9 @@ impl Values {
     }
 }
 /// `--serve`'s address: `HOST:PORT` with an IP address, or `:PORT` for every address (as Go's
-/// listeners take it). A name is refused: which address it would resolve to is not what the
-/// operator should have to guess. `--watch-*` without `--serve` is said, not an error.
+/// listeners take it), never port 0. An IPv6 address may come without brackets, its last `:PORT`
+/// the port, so that the recipes' `$(POD_IP):9090` serves an IPv6 pod too. A name is refused: which address it would resolve to is not
+/// what the operator should have to guess. `--watch-*` without `--serve` is said, not an error.
 fn read_serve(
     inputs: &Inputs<'_>,
     notices: &mut Vec<Notice>,
@@ -314,8 +315,15 @@ fn read_serve(
         return Ok(None);
     };
     let value = raw.value.trim();
-    let value = if value.starts_with(':') { format!("0.0.0.0{value}") } else { value.to_string() };
-    match value.parse::<std::net::SocketAddr>() {
+    let every = value.strip_prefix(':').is_some_and(|port| port.bytes().all(|b| b.is_ascii_digit()));
+    let value = if every { format!("0.0.0.0{value}") } else { value.to_string() };
+    let unbracketed = || {
+        let (ip, port) = value.rsplit_once(':')?;
+        Some(std::net::SocketAddr::from((ip.parse::<std::net::Ipv6Addr>().ok()?, port.parse::<u16>().ok()?)))
+    };
+    match value.parse::<std::net::SocketAddr>().or_else(|e| unbracketed().ok_or(e)) {
+        // Port 0 would be one the kernel picks, where no probe could find it.
+        Ok(addr) if addr.port() == 0 => Err(raw.invalid("a port other than 0, which the probes name (e.g. :9090)")),
         Ok(addr) => Ok(Some((addr, raw))),
         Err(_) => {
             Err(raw.invalid("an address to listen on: IP:PORT, [IPv6]:PORT, or :PORT for every address (e.g. :8080)"))

@@ -157,9 +157,9 @@ pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
 }
 
 /// Polls the child until it exits (or kills it after `limit` from `started`), sampling its
-/// threads' run-queue waits; returns its status and what the machine's load took from it and
-/// from this thread's noticing its exit.
-fn watch(child: &mut Child, started: Instant, limit: Duration) -> (std::process::ExitStatus, Duration) {
+/// threads' run-queue waits; returns its status and what the machine's load took from it (over
+/// its whole life) and from this thread's noticing its exit.
+pub fn watch(child: &mut Child, started: Instant, limit: Duration) -> (std::process::ExitStatus, Duration) {
     let own = || run_delay("thread-self");
     let (mut starvation, mut own_starved, mut last_poll) = (Starvation::default(), Duration::ZERO, own());
     loop {
