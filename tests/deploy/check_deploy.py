@@ -19,7 +19,8 @@
    "restricted", still runs the gate with the recipe's arguments, and the binary accepts them.
 7. Native sidecars (an init container with restartPolicy: Always): validated only for Kubernetes
    versions that have them (1.29 and later, 1.29 itself always); the gate serves (--serve, as its
-   --dry-run says) on a port of its own container, and its startupProbe asks that port for /readyz.
+   --dry-run says) on a port of its own container and on the pod's address only (status.podIP, where
+   the kubelet probes, not every address), and its startupProbe asks that port for /readyz.
    The PodMonitor example selects the sidecar recipe's pods and scrapes /metrics on that port.
 8. deploy/policy/ (a MutatingAdmissionPolicy and its bindings) passes the schema for 1.36 and 1.37,
    whatever -k says: the API is served from 1.36. What it injects is checked on a real API server.
@@ -31,6 +32,7 @@ Prints one line per check and a closing "deploy: N passed, M failed".
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -110,6 +112,9 @@ def sidecar_check(where, container, dry_run_stdout):
     probe = ((container.get("startupProbe") or {}).get("httpGet")) or {}
     check(f"{where}: a native sidecar serving on a port of its own container", port is not None and port in own,
           f"--serve is {served}, the container's ports {sorted(own)}")
+    host = served.rsplit(":", 1)[0] if ":" in served else ""
+    check(f"{where}: serving on the pod's address only, where the kubelet probes", host == POD_IP,
+          f"--serve is {served}: an empty host, 0.0.0.0 or [::] is every address of the pod")
     check(f"{where}: its startupProbe asks that port for /readyz",
           probe.get("path") == "/readyz" and port_number(container, probe.get("port")) == port,
           f"startupProbe.httpGet {probe}, --serve {served}")
@@ -198,6 +203,17 @@ def restricted_problems(pod, container, operational=True):
     return problems
 
 
+# The address the kubelet gives status.podIP in these checks.
+POD_IP = "10.244.0.7"
+
+
+def expand(text, env):
+    """`$(NAME)` replaced by an earlier variable's value, as the kubelet expands env values and args
+    (`$$` is a literal `$`; a name not defined stays as written)."""
+    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)",
+                  lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), text)
+
+
 def gate_invocation(container, configmaps, ca, token):
     """The argv and environment the kubelet would give a wait-for-idp container."""
     env = {}
@@ -210,10 +226,12 @@ def gate_invocation(container, configmaps, ca, token):
             env.update({(source.get("prefix") or "") + k: v for k, v in data.items()})
     for item in container.get("env") or []:
         if "value" in item:
-            env[item["name"]] = item["value"]
+            env[item["name"]] = expand(item["value"], env)
+        elif (item["valueFrom"].get("fieldRef") or {}).get("fieldPath") == "status.podIP":
+            env[item["name"]] = POD_IP
         elif "valueFrom" in item:
             env[item["name"]] = "placeholder-from-valueFrom"
-    argv = list(container.get("command") or []) + list(container.get("args") or [])
+    argv = [expand(a, env) for a in list(container.get("command") or []) + list(container.get("args") or [])]
     # The gate named as the container's command (its image is the workload's, the gate copied
     # in): the program is not one of its arguments.
     if argv and argv[0].endswith("/wait-for-idp"):
