@@ -211,3 +211,50 @@ fn the_log_clock_starts_with_the_process() {
     let elapsed = r.json()["elapsed_ms"].as_u64().unwrap();
     assert!(stamped >= elapsed, "the final line stamped +{stamp}s reports {elapsed} ms since start:\n{}", r.log());
 }
+
+/// A pipe for the gate's stderr that nobody reads, filled to leave `room` bytes: the reader is
+/// kept open, so writes past the room block.
+fn stalled_stderr(room: usize) -> (std::io::PipeReader, std::io::PipeWriter) {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    // SAFETY: F_GETPIPE_SZ on a pipe this function owns.
+    let size = unsafe { libc::fcntl(writer.as_raw_fd(), libc::F_GETPIPE_SZ) };
+    let size = usize::try_from(size).expect("F_GETPIPE_SZ");
+    writer.write_all(&vec![b'.'; size - room]).unwrap();
+    (reader, writer)
+}
+
+/// Issue 35 §3: a stderr that takes nothing (a pipe nobody reads, a stalled log collector) moves
+/// neither the deadline nor the verdict. Before, the start line held the main thread before the
+/// deadline was armed (still running 5 s into `--timeout 1s`), and a stall mid-wait held the
+/// exit past the deadline. Now every log line is queued and a thread of its own writes them:
+/// full from the start or with room for the start line only, the gate still checks, fails open
+/// on time with its JSON and its termination message, and is ready at once when the provider is.
+#[test]
+fn a_stderr_nobody_reads_moves_neither_the_deadline_nor_the_verdict() {
+    let ca = TestCa::new();
+    let down = always_503(&ca);
+    let (_up, ready) = ready_provider(&ca, "localhost", "");
+    for room in [0, 1500] {
+        let (_reader, writer) = stalled_stderr(room);
+        let log = ca.path(&format!("termination-{room}"));
+        let mut cmd = gate_for(&ca, &down.issuer(""));
+        cmd.args(["--timeout", "1s", "--interval", "100ms", "--output", "json", "--termination-log"]).arg(&log);
+        cmd.stderr(writer.try_clone().unwrap());
+        let r = run(cmd);
+        assert_exit(&r, 0);
+        assert_within(&r, Duration::from_secs(1));
+        assert!(r.stdout.contains("\"outcome\":\"failed-open\""), "room {room}: {}", r.stdout);
+        let said = std::fs::read_to_string(&log).unwrap();
+        assert!(said.starts_with("failing open: not ready: ") && said.contains("http-status"), "{said}");
+        assert!(down.count() >= 2, "room {room}: the attempts went on: {}", down.count());
+
+        let mut cmd = gate_for(&ca, &ready);
+        cmd.args(["--timeout", "30s", "--output", "json"]);
+        cmd.stderr(writer);
+        let r = run(cmd);
+        assert_exit(&r, 0);
+        assert!(r.stdout.contains("\"outcome\":\"ready\""), "room {room}: {}", r.stdout);
+    }
+}

@@ -19,6 +19,8 @@ use std::io::Write;
 /// A configuration error: exit 2, with the message and where to look. A closed or full stderr
 /// must not turn exit 2 into an abort, so write errors are ignored.
 pub(crate) fn usage_error(e: &ConfigError) -> ExitCode {
+    // After the log's lines already queued (the start line, when --serve cannot listen).
+    super::log_sink::drained(std::time::Instant::now() + super::delivery::DELIVERY_BOUND);
     let _ = writeln!(
         std::io::stderr(),
         "wait-for-idp: error: {e}\nRun 'wait-for-idp --help' for the flags and their environment variables."

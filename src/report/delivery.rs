@@ -45,6 +45,8 @@ impl Conclusion {
                 log::log!(level, "{line}");
             }
             log::log!(target: OUTCOME, last.0, "{}", last.1);
+            // Written, not only queued, before the process ends (bounded by `bounded`).
+            super::log_sink::drained(Instant::now() + DELIVERY_BOUND);
         }));
         bounded(jobs);
         code
@@ -59,7 +61,10 @@ fn say_last(level: Level, line: String, termination_log: &TerminationLog) {
     let (logged, line) = (line.clone(), termination_message(&line));
     bounded(vec![
         Box::new(move || write_termination_log(&log, &line)),
-        Box::new(move || log::log!(target: OUTCOME, level, "{logged}")),
+        Box::new(move || {
+            log::log!(target: OUTCOME, level, "{logged}");
+            super::log_sink::drained(Instant::now() + DELIVERY_BOUND);
+        }),
     ]);
 }
 

@@ -2,6 +2,7 @@
 //! keeps the same failure, over and over, from flooding the log.
 
 use super::failure_text;
+use super::log_sink::Sink;
 use crate::config::Config;
 use crate::config::RunMode;
 use crate::config::Target;
@@ -28,7 +29,12 @@ pub(crate) const OUTCOME: &str = "outcome";
 /// pipeline.
 pub(crate) fn init_logging(mode: RunMode, rust_log: Option<String>, start: Instant) {
     let mut builder = env_logger::Builder::new();
-    builder.target(env_logger::Target::Stderr);
+    let json = mode.log_json;
+    let say_dropped = move |n: u64| {
+        let text = format!("{n} log lines dropped here: stderr took none for a while");
+        render(json, start, Level::Warn, &text)
+    };
+    builder.target(env_logger::Target::Pipe(Box::new(Sink::start(Box::new(say_dropped)))));
     match (mode.quiet, rust_log) {
         (true, _) => {
             builder.filter_level(LevelFilter::Off).filter(Some(OUTCOME), LevelFilter::Info);
@@ -43,35 +49,37 @@ pub(crate) fn init_logging(mode: RunMode, rust_log: Option<String>, start: Insta
                 .filter(Some(OUTCOME), mode.log_level.max(LevelFilter::Info));
         }
     }
-    let json = mode.log_json;
     builder.format(move |buf, record| {
-        let ms = start.elapsed().as_millis();
-        let text = record.args().to_string();
-        // Scrubbed whole, then escaped and cut: a cut first could leave a part of a secret.
-        let text = token::scrub(&text);
-        let text = screen_text::escape(&text, false);
-        let text = screen_text::bound(&text, screen_text::LINE_MAX);
-        if json {
-            // The members in the order they always had (a map's: sorted by name).
-            #[derive(serde::Serialize)]
-            struct Line<'a> {
-                elapsed_ms: u128,
-                level: String,
-                message: &'a str,
-                time: String,
-            }
-            let level = record.level().as_str().to_ascii_lowercase();
-            let line = Line { elapsed_ms: ms, level, message: &text, time: rfc3339(SystemTime::now()) };
-            writeln!(buf, "{}", serde_json::to_string(&line).unwrap_or_default())
-        } else {
-            writeln!(buf, "wait-for-idp +{}.{:03}s {:<5} {text}", ms / 1000, ms % 1000, record.level())
-        }
+        buf.write_all(render(json, start, record.level(), &record.args().to_string()).as_bytes())
     });
     let logger = builder.build();
     let max = logger.filter();
     if log::set_boxed_logger(Box::new(Capped(logger))).is_ok() {
         log::set_max_level(max);
     }
+}
+
+/// One log line, newline included: scrubbed whole, then escaped and cut (a cut first could leave
+/// a part of a secret), as text with the time since `start`, or as JSON with the time of day too.
+fn render(json: bool, start: Instant, level: Level, text: &str) -> String {
+    let ms = start.elapsed().as_millis();
+    let text = token::scrub(text);
+    let text = screen_text::escape(&text, false);
+    let text = screen_text::bound(&text, screen_text::LINE_MAX);
+    if !json {
+        return format!("wait-for-idp +{}.{:03}s {level:<5} {text}\n", ms / 1000, ms % 1000);
+    }
+    // The members in the order they always had (a map's: sorted by name).
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        elapsed_ms: u128,
+        level: String,
+        message: &'a str,
+        time: String,
+    }
+    let level = level.as_str().to_ascii_lowercase();
+    let line = Line { elapsed_ms: ms, level, message: &text, time: rfc3339(SystemTime::now()) };
+    serde_json::to_string(&line).unwrap_or_default() + "\n"
 }
 
 /// The logger, with every library's trace lines held back whatever `RUST_LOG` asks: at trace,

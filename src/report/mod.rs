@@ -4,6 +4,7 @@
 //!
 //! One module per job:
 //! - [`log_lines`]: logging set-up and the line for each attempt, with its throttle;
+//! - [`log_sink`]: the log's way to stderr, through a queue, so that no line waits for stderr;
 //! - [`before_wait`]: the usage error, `--dry-run` and the notices before the first attempt;
 //! - [`outcome`]: how each target's wait and the run ended, what the reports are made from;
 //! - [`failure_text`]: a failure in words, the one renderer of every line and field that shows one;
@@ -23,6 +24,7 @@ mod failure_text;
 mod json;
 mod last_resort;
 mod log_lines;
+mod log_sink;
 mod once;
 mod outcome;
 
