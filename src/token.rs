@@ -21,6 +21,9 @@ struct Remembered {
     secret: String,
     patterns: Vec<Vec<u8>>,
     replacement: &'static str,
+    /// Matched only where no letter or digit touches it: a secret shorter than
+    /// [`SCRUBBED_VALUE_MIN`] (a proxy username such as `user`) is part of many words.
+    whole_word: bool,
 }
 
 /// What a token is replaced with.
@@ -111,17 +114,47 @@ pub(crate) fn read(path: &Path) -> Result<String, TokenProblem> {
 /// What a proxy's password is replaced with.
 pub(crate) const PROXY_PASSWORD_REDACTED: &str = "[proxy password redacted]";
 
-/// Remembers a proxy URL's password, when it is long enough to be told from other text.
-pub(crate) fn remember_proxy_password(password: &str) {
-    if password.len() >= SCRUBBED_VALUE_MIN {
-        remember(password, PROXY_PASSWORD_REDACTED);
+/// What a proxy's username is replaced with.
+pub(crate) const PROXY_USER_REDACTED: &str = "[proxy user redacted]";
+/// What a proxy's `user:password` pair is replaced with, and its `Basic` encoding.
+pub(crate) const PROXY_CREDENTIALS_REDACTED: &str = "[proxy credentials redacted]";
+
+/// Remembers a proxy's credentials, at any length (issue 35: a proxy that quotes what it
+/// received put a username that was an API key, and `ops:hunter2` as `Basic b3BzOmh1bnRlcjI=`,
+/// into the log): the pair, with the exact base64 that `Basic` sends whatever its length, then
+/// the username and the password alone. A very short one garbles the log where it matches, which
+/// is the lesser harm.
+pub(crate) fn remember_proxy_credentials(user: &str, password: &str) {
+    let pair = format!("{user}:{password}");
+    // The exact form first: where it matches, it takes the padding that a core leaves.
+    let mut patterns = vec![basic_credentials(user, password).into_bytes()];
+    patterns.extend(secret_forms::patterns(&pair));
+    remember_as(pair, patterns, PROXY_CREDENTIALS_REDACTED);
+    for (part, replacement) in [(user, PROXY_USER_REDACTED), (password, PROXY_PASSWORD_REDACTED)] {
+        if !part.is_empty() {
+            remember(part, replacement);
+        }
     }
 }
 
+/// `user:password` in standard base64 with padding, as `Basic` sends it (Go's `basicAuth`).
+pub(crate) fn basic_credentials(user: &str, password: &str) -> String {
+    let mut out = String::from_utf8(secret_forms::base64(format!("{user}:{password}").as_bytes())).unwrap_or_default();
+    while !out.len().is_multiple_of(4) {
+        out.push('=');
+    }
+    out
+}
+
 fn remember(secret: &str, replacement: &'static str) {
+    remember_as(secret.to_string(), secret_forms::patterns(secret), replacement);
+}
+
+fn remember_as(secret: String, patterns: Vec<Vec<u8>>, replacement: &'static str) {
     let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
     if !read.iter().any(|r| r.secret == secret) {
-        read.push(Remembered { secret: secret.to_string(), patterns: secret_forms::patterns(secret), replacement });
+        let whole_word = secret.len() < SCRUBBED_VALUE_MIN;
+        read.push(Remembered { secret, patterns, replacement, whole_word });
     }
 }
 
@@ -182,7 +215,7 @@ pub(crate) fn scrub(text: &str) -> Cow<'_, str> {
     let read = READ.lock().unwrap_or_else(|e| e.into_inner());
     let mut text = Cow::Borrowed(text);
     for r in read.iter() {
-        if let Some(replaced) = replace(text.as_bytes(), &r.patterns, r.replacement) {
+        if let Some(replaced) = replace(text.as_bytes(), &r.patterns, r.replacement, r.whole_word) {
             // Every match starts and ends at an ASCII byte, so the rest stays UTF-8.
             text = Cow::Owned(String::from_utf8(replaced).unwrap_or_default());
         }
@@ -190,9 +223,14 @@ pub(crate) fn scrub(text: &str) -> Cow<'_, str> {
     text
 }
 
-/// `bytes` with every form of the patterns replaced, if there was one.
-fn replace(bytes: &[u8], patterns: &[Vec<u8>], replacement: &str) -> Option<Vec<u8>> {
-    let found = secret_forms::find(bytes, patterns);
+/// `bytes` with every form of the patterns replaced (`whole_word`: only where no letter or digit
+/// touches it), if there was one.
+fn replace(bytes: &[u8], patterns: &[Vec<u8>], replacement: &str, whole_word: bool) -> Option<Vec<u8>> {
+    let word = |at: Option<&u8>| at.is_some_and(u8::is_ascii_alphanumeric);
+    let mut found = secret_forms::find(bytes, patterns);
+    if whole_word {
+        found.retain(|&(from, to)| !word(from.checked_sub(1).and_then(|i| bytes.get(i))) && !word(bytes.get(to)));
+    }
     if found.is_empty() {
         return None;
     }
@@ -211,7 +249,7 @@ fn replace(bytes: &[u8], patterns: &[Vec<u8>], replacement: &str) -> Option<Vec<
 /// every form a server may echo it: a server may echo the request's headers into an error page,
 /// and a cut inside the secret would leave a part of it that [`scrub`] cannot recognise.
 pub(crate) fn hide_in_body(body: &mut Vec<u8>, secret: &str, replacement: &str) {
-    if let Some(replaced) = replace(body, &secret_forms::patterns(secret), replacement) {
+    if let Some(replaced) = replace(body, &secret_forms::patterns(secret), replacement, false) {
         // Not UTF-8, so never a document: dropped where the secret might be in it.
         *body = if std::str::from_utf8(body).is_ok() { replaced } else { Vec::new() };
     }
@@ -250,6 +288,17 @@ mod tests {
         assert_eq!(scrub(&format!("echo {secret}")), "echo [header value redacted]");
         let short = value("yes").unwrap();
         assert_eq!(scrub(&format!("echo {short}")), "echo yes", "too short to be a secret, kept");
+    }
+
+    #[test]
+    fn proxy_credentials_are_scrubbed_at_any_length_short_ones_as_whole_words() {
+        remember_proxy_credentials("zx", "hunter2");
+        assert_eq!(
+            scrub("407 user zx not allowed (Basic eng6aHVudGVyMg==)"),
+            "407 user [proxy user redacted] not allowed (Basic [proxy credentials redacted])"
+        );
+        assert_eq!(scrub("zxcv hunter2x 2zx"), "zxcv hunter2x 2zx", "inside words: other text");
+        assert_eq!(scrub("pw=hunter2; 'zx'"), "pw=[proxy password redacted]; '[proxy user redacted]'");
     }
 
     #[test]

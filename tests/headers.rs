@@ -232,19 +232,6 @@ fn a_header_value_echoed_by_the_server_is_never_printed() {
 /// A secret with the characters escapes change: `/`, `+`, `=`.
 const SLASHED: &str = "cf/secret+5f2b8c1d=9e7a4b3c6d0e1f2a3b4c5d6e";
 
-/// Standard base64 with padding.
-fn base64(bytes: &[u8]) -> String {
-    const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        (0..4).for_each(|i| {
-            out.push(if i <= chunk.len() { ABC[(n >> (18 - 6 * i) & 63) as usize] as char } else { '=' })
-        });
-    }
-    out
-}
-
 fn percent(text: &str) -> String {
     text.bytes()
         .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })

@@ -259,6 +259,59 @@ fn a_proxy_password_never_appears_anywhere() {
     }
 }
 
+/// Issue 35 §4: a proxy that quotes what it received (the username, the `Basic` header) put the
+/// credentials into the log, the JSON and the termination message when the username was the
+/// secret or the password was under 8 characters. Now the pair, its `Basic` form and each part
+/// are scrubbed at any length.
+#[test]
+fn a_proxy_that_quotes_the_credentials_shows_none_of_them() {
+    use std::io::{Read, Write};
+    let ca = TestCa::new();
+    let (_p, iss) = proxied_provider(&ca);
+    // Answers every CONNECT with a 407 that quotes the username and the header it was sent.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let quoted = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let user_now = quoted.clone();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut head = Vec::new();
+            let mut byte = [0u8];
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let auth = head.lines().find_map(|l| l.strip_prefix("Proxy-Authorization: ")).unwrap_or("none");
+            let user = user_now.lock().unwrap().clone();
+            let answer = format!("HTTP/1.1 407 user {user} not allowed ({auth})\r\nContent-Length: 0\r\n\r\n");
+            let _ = conn.write_all(answer.as_bytes());
+        }
+    });
+    for (user, password) in [("apikey-0123456789abcdef", ""), ("ops", "hunter2"), ("k9", "zq")] {
+        *quoted.lock().unwrap() = user.to_string();
+        let log = ca.path("termination-log");
+        let value = format!("http://{user}:{password}@{addr}");
+        let mut cmd = gate_with(&ca, &iss, &[("HTTPS_PROXY", value.as_str())]);
+        cmd.args(["--output", "json", "-v", "--termination-log"]).arg(&log);
+        let r = run(cmd);
+        assert_exit(&r, 1);
+        assert_logged(&r, &["407"]);
+        let written = std::fs::read_to_string(&log).unwrap();
+        let pair = format!("{user}:{password}");
+        let basic = base64(pair.as_bytes());
+        let mut secrets = vec![user, pair.as_str(), basic.as_str()];
+        if !password.is_empty() {
+            secrets.push(password);
+        }
+        for (what, text) in [("stderr", r.log()), ("stdout", &r.stdout), ("termination log", &written)] {
+            for secret in &secrets {
+                assert!(!text.contains(secret), "{value}: {what} shows {secret:?}: {text}");
+            }
+        }
+        assert!(written.contains("[proxy"), "the quote is there, scrubbed: {written}");
+    }
+}
+
 #[test]
 fn a_failing_proxy_is_named_as_the_failure() {
     let ca = TestCa::new();

@@ -201,10 +201,11 @@ impl ProxySettings {
 }
 
 /// A value shown in a message: whatever precedes the last `@` (where credentials are, in every
-/// reading Go makes of it) replaced by `***`, keeping a leading `scheme://`. Without an `@`, what
-/// follows the host's `:` is replaced too, and anything after the authority dropped:
-/// `http://user:password` is a password typed without its `@` as often as a mistyped port, and
-/// exit 2's line reaches the pod's status (`FallbackToLogsOnError`).
+/// reading Go makes of it) replaced by `***`, keeping a leading `scheme://`. Without an `@`,
+/// anything after the authority is dropped, and a port that is not digits hides the whole
+/// authority: `http://user:password` is credentials typed without their `@` (the username may be
+/// an API key) as often as a mistyped port, and exit 2's line reaches the pod's status
+/// (`FallbackToLogsOnError`). A port of digits keeps the host, replacing the port.
 fn shown(value: &str) -> String {
     let scheme_end = value.find("://").map_or(0, |i| i + 3);
     if let Some(at) = value.rfind('@') {
@@ -214,7 +215,12 @@ fn shown(value: &str) -> String {
     let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
     let after_brackets = if authority.starts_with('[') { authority.find(']').unwrap_or(0) } else { 0 };
     match authority[after_brackets..].find(':') {
-        Some(colon) => format!("{}{}:***", &value[..scheme_end], &authority[..after_brackets + colon]),
+        // A port mistyped: the host is shown.
+        Some(colon) if authority[after_brackets + colon + 1..].bytes().all(|b| b.is_ascii_digit()) => {
+            format!("{}{}:***", &value[..scheme_end], &authority[..after_brackets + colon])
+        }
+        // `user:password` without its `@`: the username may be a key too.
+        Some(_) => format!("{}***", &value[..scheme_end]),
         None => value.to_string(),
     }
 }
@@ -252,6 +258,10 @@ fn declare(variable: &'static str, value: &str) -> Declared {
 
 fn choice(variable: &'static str, kind: ProxyKind, url: GoUrl, host: String, port: u16) -> ProxyChoice {
     let credentials = url.user.map(|(user, password)| (user, password.unwrap_or_default()));
+    // Secrets from here on: nothing the gate prints or writes may carry them, in any form.
+    if let Some((user, password)) = &credentials {
+        crate::token::remember_proxy_credentials(user, password);
+    }
     let bracketed = if host.contains(':') { format!("[{host}]") } else { host.clone() };
     let userinfo = if credentials.is_some() { "***@" } else { "" };
     let display = format!("{}://{userinfo}{bracketed}:{port}", url.scheme);
@@ -415,8 +425,9 @@ fn in_cidr(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
 mod tests {
     #[test]
     fn a_refused_value_is_shown_without_what_may_be_a_password() {
-        assert_eq!(super::shown("http://svc-user:Secr3tPassw0rd"), "http://svc-user:***");
-        assert_eq!(super::shown("svc-user:Secr3t/x"), "svc-user:***");
+        assert_eq!(super::shown("http://svc-user:Secr3tPassw0rd"), "http://***");
+        assert_eq!(super::shown("svc-user:Secr3t/x"), "***");
+        assert_eq!(super::shown("http://proxy:99999"), "http://proxy:***");
         assert_eq!(super::shown("http://u:pw@p:99999"), "http://***@p:99999");
         assert_eq!(super::shown("http://[::1]:99999/x"), "http://[::1]:***");
         assert_eq!(super::shown("ftp://p"), "ftp://p");

@@ -251,21 +251,11 @@ fn http_connect(io: &mut TransportAdapter, authority: &str, proxy: &ProxyChoice)
     Ok(())
 }
 
-/// `Basic` credentials, as Go's `proxyAuth` makes them. The password is remembered as a secret
-/// first: a proxy's error page may echo the header, in base64, which [`crate::token::scrub`]
-/// then finds.
+/// `Basic` credentials, as Go's `proxyAuth` makes them. The credentials were remembered as
+/// secrets when the settings were read (`config::proxy_env`), in this form too: a proxy's error
+/// page may echo the header, which [`crate::token::scrub`] then finds.
 fn basic((user, password): &(String, String)) -> String {
-    crate::token::remember_proxy_password(password);
-    format!("Basic {}", base64(format!("{user}:{password}").as_bytes()))
-}
-
-/// Standard base64 with padding.
-fn base64(bytes: &[u8]) -> String {
-    let mut out = String::from_utf8(crate::secret_forms::base64(bytes)).unwrap_or_default();
-    while !out.len().is_multiple_of(4) {
-        out.push('=');
-    }
-    out
+    format!("Basic {}", crate::token::basic_credentials(user, password))
 }
 
 /// A tunnel through a proxy: plain to the layers above even when TLS to the proxy carries it,
@@ -362,9 +352,8 @@ mod tests {
     #[test]
     fn basic_credentials_as_go_encodes_them() {
         assert_eq!(basic(&("Aladdin".into(), "open sesame".into())), "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
-        assert_eq!(base64(b"a"), "YQ==");
-        assert_eq!(base64(b"ab"), "YWI=");
-        assert_eq!(base64(b""), "");
+        assert_eq!(basic(&("a".into(), String::new())), "Basic YTo=");
+        assert_eq!(basic(&(String::new(), String::new())), "Basic Og==");
     }
 
     #[test]

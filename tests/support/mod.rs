@@ -115,3 +115,16 @@ pub fn in_parallel<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T)
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
 }
+
+/// Standard base64 with padding, as `Basic` carries `user:password` and a server may echo a secret.
+pub fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        (0..4).for_each(|i| {
+            out.push(if i <= chunk.len() { ABC[(n >> (18 - 6 * i) & 63) as usize] as char } else { '=' })
+        });
+    }
+    out
+}
