@@ -64,7 +64,11 @@ fn run() -> ExitCode {
     if mode.dry_run {
         return report::dry_run(&config, mode, &notices);
     }
-    report::init_logging(mode, std::env::var("RUST_LOG").ok(), started);
+    {
+        // The log's writer thread must not take a SIGTERM meant to outlive the hand-over.
+        let _quiet = signals::Quiet::new();
+        report::init_logging(mode, std::env::var("RUST_LOG").ok(), started);
+    }
     report::prepare_last_word(mode, &config.termination_log);
     report::startup(&config, &notices, signals.err());
     let health = match start_serving(&config, started) {
