@@ -767,3 +767,35 @@ fn every_tls_failure_is_said_in_words_without_library_debug_text() {
     let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{} rows fail:\n\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Issue 36: a server's own certificate (`CA:FALSE`, signed by a CA the gate is not given) as
+/// `--ca-file`, the usual way to pin a provider, was refused as "signed by an unknown CA", while
+/// Go's `net/http` with that file as its roots answers 200: Go's `Verify` takes a leaf its roots
+/// contain as a chain of its own. It is ready now, and Go's checks on it still hold, in Go's
+/// order: its dates, its name, its usage.
+#[test]
+fn a_pinned_server_certificate_is_trusted_as_itself_as_go_trusts_it() {
+    let ca = TestCa::new();
+    let client_only = |p: &mut rcgen::CertificateParams| {
+        p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    };
+    let cases: [(Chain, i32, &str); 4] = [
+        (ca.leaf(&["localhost"]), 0, "ready: "),
+        (ca.leaf_valid(&["localhost"], (2020, 1, 1), (2021, 1, 1)), 1, "has expired"),
+        (ca.leaf(&["other.test"]), 1, "certificate is for other.test, not localhost"),
+        (ca.leaf_with(&["localhost"], client_only), 1, "server authentication"),
+    ];
+    for (n, (chain, code, says)) in cases.into_iter().enumerate() {
+        let pinned = ca.path(&format!("pinned-{n}.pem"));
+        let der = chain.0[0].as_ref();
+        let lines: Vec<String> = base64(der).as_bytes().chunks(64).map(|l| String::from_utf8_lossy(l).into()).collect();
+        let pem = format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", lines.join("\n"));
+        std::fs::write(&pinned, pem).unwrap();
+        let (_p, iss) = Provider::for_issuer(tls_mode(chain), "", |iss| serve_at(WELL_KNOWN, discovery_doc(iss)));
+        let mut cmd = gate();
+        cmd.args(["--issuer", &iss, "--once", "--ca-file"]).arg(&pinned);
+        let r = run(cmd);
+        assert_exit(&r, code);
+        assert_logged(&r, &[says]);
+    }
+}

@@ -22,7 +22,7 @@ pub(super) fn tlv(der: &[u8]) -> Option<(u8, &[u8], &[u8])> {
 }
 
 /// A certificate's validity period, in seconds since the epoch: not before, not after.
-pub(super) fn validity(cert: &[u8]) -> Option<(u64, u64)> {
+pub(crate) fn validity(cert: &[u8]) -> Option<(u64, u64)> {
     let (0x30, cert, _) = tlv(cert)? else { return None };
     let (0x30, mut tbs, _) = tlv(cert)? else { return None };
     if tbs.first() == Some(&0xa0) {

@@ -28,6 +28,7 @@ mod subject_hash;
 mod trust;
 
 pub(crate) use connect_to::{ConnectTo, ConnectToProblem};
+pub(crate) use der::validity as certificate_validity;
 pub(crate) use environment::process_names;
 pub(crate) use error::{ConfigError, Conflict};
 pub(crate) use files::{Anchors, CaFileProblem, certificate_digest};

@@ -77,7 +77,8 @@ impl TlsSettings {
     }
 }
 
-/// webpki's verification, with the anchors `trusted` chooses for the chain and the time, plus one
+/// webpki's verification, with the anchors `trusted` chooses for the chain and the time, plus
+/// the server certificates it refuses that are themselves trusted ([`verify_pinned`]), and one
 /// case it refuses: a server certificate that is byte-identical
 /// to a trusted certificate beyond Mozilla's (a CA file's, `SSL_CERT_*`'s) but marked `CA:TRUE`
 /// (what `openssl req -x509` makes), which webpki calls `CaUsedAsEndEntity`. webpki checks the
@@ -106,6 +107,9 @@ impl ServerCertVerifier for GateVerifier {
                     Err(e) if is_ca_used_as_end_entity(&e) => {
                         let pinned = anchors.pinned.contains(&certificate_digest(end_entity));
                         verify_ca_certificate(&cert, end_entity, server_name, pinned)
+                    }
+                    Err(e) if anchors.pinned.contains(&certificate_digest(end_entity)) => {
+                        verify_pinned(&cert, end_entity, server_name, now, e)
                     }
                     other => other,
                 }
@@ -165,6 +169,39 @@ fn verify_ca_certificate(
     }
     let refusal = Refusal::CaCertificate { self_signed };
     Err(rustls::Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(Arc::new(refusal)))))
+}
+
+/// A server certificate that is byte for byte a trusted one beyond Mozilla's (a CA file's,
+/// `SSL_CERT_*`'s), which webpki refused (its signer unknown: the usual way to pin a provider's
+/// own certificate, `CA:FALSE`): trusted as itself, as Go's `Verify` takes a leaf its roots
+/// contain, once its dates, its name and its usage pass, in Go's order (issue 36). Dates that
+/// cannot be read leave webpki's refusal standing.
+fn verify_pinned(
+    cert: &ParsedCertificate<'_>,
+    end_entity: &CertificateDer<'_>,
+    server_name: &ServerName<'_>,
+    now: UnixTime,
+    refused: rustls::Error,
+) -> Result<(), rustls::Error> {
+    let Some((not_before, not_after)) = crate::config::certificate_validity(end_entity) else { return Err(refused) };
+    let at = |secs| UnixTime::since_unix_epoch(std::time::Duration::from_secs(secs));
+    if now.as_secs() > not_after {
+        return Err(rustls::Error::InvalidCertificate(CertificateError::ExpiredContext {
+            time: now,
+            not_after: at(not_after),
+        }));
+    }
+    if now.as_secs() < not_before {
+        return Err(rustls::Error::InvalidCertificate(CertificateError::NotValidYetContext {
+            time: now,
+            not_before: at(not_before),
+        }));
+    }
+    verify_server_name(cert, server_name)?;
+    match refusal::read_ca_certificate(end_entity).0 {
+        true => Ok(()),
+        false => Err(rustls::Error::InvalidCertificate(CertificateError::InvalidPurpose)),
+    }
 }
 
 /// A handshake signature that fails to verify because of the server certificate's key (P-521,
