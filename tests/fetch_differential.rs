@@ -212,6 +212,9 @@ enum Trust {
     CaFiles,
     CertFile,
     CertDir,
+    /// The server's own certificate (`CA:FALSE`, signed by the CA) as the only CA file: Go
+    /// trusts a leaf its roots contain as itself (issue 36).
+    Pinned,
     Untrusted,
 }
 
@@ -248,7 +251,7 @@ const NO_PROXIES: &[(NoProxy, usize)] = &[
     (NoProxy::LowerCaseVariable, 1),
 ];
 const TRUSTS: &[(Trust, usize)] =
-    &[(Trust::CaFiles, 4), (Trust::CertFile, 2), (Trust::CertDir, 2), (Trust::Untrusted, 1)];
+    &[(Trust::CaFiles, 4), (Trust::CertFile, 2), (Trust::CertDir, 2), (Trust::Pinned, 2), (Trust::Untrusted, 1)];
 
 /// One state: a server and an environment.
 struct State {
@@ -418,6 +421,14 @@ impl State {
             Trust::CaFiles => env.push(("OAUTH2_PROXY_PROVIDER_CA_FILES".into(), ca)),
             Trust::CertFile => env.push(("SSL_CERT_FILE".into(), ca)),
             Trust::CertDir => env.push(("SSL_CERT_DIR".into(), pki.dir.clone())),
+            Trust::Pinned => {
+                // A plain server serves no certificate: nothing to pin.
+                if let Some(leaf) = running.ports["leaf"].as_str() {
+                    let path = pki.ca.path(&format!("pinned-{port}.pem"));
+                    std::fs::write(&path, leaf).unwrap();
+                    env.push(("OAUTH2_PROXY_PROVIDER_CA_FILES".into(), path.display().to_string()));
+                }
+            }
             Trust::Untrusted => {}
         }
         let proxy = match self.proxy_kind {

@@ -82,6 +82,8 @@ type ports struct {
 	OtherPort int `json:"other_port"`
 	HTTPPort  int `json:"http_port"`
 	ProxyPort int `json:"proxy_port,omitempty"`
+	// The server certificate it serves, PEM: a client may pin it (trust it as itself).
+	Leaf string `json:"leaf,omitempty"`
 }
 
 const wellKnown = "/.well-known/openid-configuration"
@@ -99,7 +101,9 @@ func main() {
 		go s.serveRaw(first, nil, "http")
 		go s.serveRaw(other, nil, "http")
 	} else {
-		cfg := s.tlsConfig(leaf(caCert, caKey, spec.Key, spec.Names))
+		served := leaf(caCert, caKey, spec.Key, spec.Names)
+		p.Leaf = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: served.Certificate[0]}))
+		cfg := s.tlsConfig(served)
 		if spec.H2Only {
 			go s.serveH2(first, cfg)
 			go s.serveH2(other, cfg)
