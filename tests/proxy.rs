@@ -312,6 +312,35 @@ fn a_proxy_that_quotes_the_credentials_shows_none_of_them() {
     }
 }
 
+/// Issue 35 §6: Go opens a tunnel on a CONNECT answer whose lines end in LF alone (textproto takes
+/// both); the gate waited for CRLF CRLF until it timed out.
+#[test]
+fn a_tunnel_answer_with_bare_line_feeds_opens_it_as_go_does() {
+    let ca = TestCa::new();
+    let (_p, iss) = proxied_provider(&ca);
+    for answer in ["HTTP/1.1 200 OK\n\n", "HTTP/1.1 200 OK\nProxy-Agent: x\n\n", "HTTP/1.1 200 OK\r\n\n"] {
+        let proxy = TestProxy::http_established_with(answer);
+        let r = run(gate_with(&ca, &iss, &[("HTTPS_PROXY", &proxy.url("http", ""))]));
+        assert_exit(&r, 0);
+        assert_eq!(proxy.seen().len(), 1, "{answer:?}");
+    }
+}
+
+/// Issue 35 §6: a refusal's status is cut at 200 bytes on a character boundary; a cut inside a
+/// character used to keep all of it (15,348 characters in the message).
+#[test]
+fn a_long_refusal_is_cut_on_a_character_boundary() {
+    let ca = TestCa::new();
+    let (_p, iss) = proxied_provider(&ca);
+    // "403 x" then 'é' (2 bytes) from byte 5: byte 200 falls inside one.
+    let status: &'static str = Box::leak(format!("403 x{}", "é".repeat(8000)).into_boxed_str());
+    let proxy = TestProxy::http_refusing(status);
+    let r = run(gate_with(&ca, &iss, &[("HTTPS_PROXY", &proxy.url("http", ""))]));
+    assert_exit(&r, 1);
+    let line = r.log().lines().find(|l| l.contains("answered CONNECT")).unwrap_or_default().to_string();
+    assert!(line.contains("bytes left out]") && line.len() < 1200, "{} bytes: {line:.300}", line.len());
+}
+
 #[test]
 fn a_failing_proxy_is_named_as_the_failure() {
     let ca = TestCa::new();

@@ -227,7 +227,9 @@ fn http_connect(io: &mut TransportAdapter, authority: &str, proxy: &ProxyChoice)
     io.flush()?;
     let mut answer = Vec::new();
     let mut byte = [0u8];
-    while !answer.ends_with(b"\r\n\r\n") {
+    // The head ends at an empty line, its line ends CRLF or LF alone: Go's textproto takes both,
+    // and opens the tunnel on `HTTP/1.1 200 OK\n\n`.
+    while !(answer.ends_with(b"\n\n") || answer.ends_with(b"\n\r\n")) {
         if answer.len() > 64 * 1024 {
             return Err(refused("answered CONNECT with a header over 64 KiB".into()));
         }
@@ -245,7 +247,8 @@ fn http_connect(io: &mut TransportAdapter, authority: &str, proxy: &ProxyChoice)
     }
     if code != "200" {
         let status = status_line[version.len()..].trim();
-        let status = status.get(..200).unwrap_or(status);
+        // Cut on a character boundary: `get(..200)` inside a character gave back all of it.
+        let status = crate::screen_text::bound(status, 200);
         return Err(refused(format!("answered CONNECT {authority} with {status}")));
     }
     Ok(())

@@ -35,16 +35,35 @@ struct Behaviour {
     credentials: Option<(String, String)>,
     /// The status it answers CONNECT with instead of 200.
     connect_status: Option<&'static str>,
+    /// Its answer to a CONNECT it opens.
+    established: &'static str,
 }
+
+const ESTABLISHED: &str = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 impl TestProxy {
     pub fn http() -> TestProxy {
-        TestProxy::start(Behaviour { kind: Kind::Http, credentials: None, connect_status: None })
+        TestProxy::start(Behaviour {
+            kind: Kind::Http,
+            credentials: None,
+            connect_status: None,
+            established: ESTABLISHED,
+        })
     }
 
     /// An http proxy that answers CONNECT with `status` (e.g. `403 Forbidden`).
     pub fn http_refusing(status: &'static str) -> TestProxy {
-        TestProxy::start(Behaviour { kind: Kind::Http, credentials: None, connect_status: Some(status) })
+        TestProxy::start(Behaviour {
+            kind: Kind::Http,
+            credentials: None,
+            connect_status: Some(status),
+            established: ESTABLISHED,
+        })
+    }
+
+    /// An http proxy that opens tunnels with this answer (e.g. `HTTP/1.1 200 OK\n\n`, LF only).
+    pub fn http_established_with(answer: &'static str) -> TestProxy {
+        TestProxy::start(Behaviour { kind: Kind::Http, credentials: None, connect_status: None, established: answer })
     }
 
     /// An `https://` proxy with this certificate chain.
@@ -55,13 +74,18 @@ impl TestProxy {
             .with_no_client_auth()
             .with_single_cert(chain.0, chain.1)
             .unwrap();
-        TestProxy::start(Behaviour { kind: Kind::Https(Arc::new(config)), credentials: None, connect_status: None })
+        TestProxy::start(Behaviour {
+            kind: Kind::Https(Arc::new(config)),
+            credentials: None,
+            connect_status: None,
+            established: ESTABLISHED,
+        })
     }
 
     /// A SOCKS5 server, demanding these credentials if any.
     pub fn socks5(credentials: Option<(&str, &str)>) -> TestProxy {
         let credentials = credentials.map(|(u, p)| (u.to_string(), p.to_string()));
-        TestProxy::start(Behaviour { kind: Kind::Socks5, credentials, connect_status: None })
+        TestProxy::start(Behaviour { kind: Kind::Socks5, credentials, connect_status: None, established: ESTABLISHED })
     }
 
     fn start(behaviour: Behaviour) -> TestProxy {
@@ -145,7 +169,7 @@ fn http(client: &mut Box<dyn Stream>, behaviour: &Behaviour, log: &Mutex<Vec<Str
             let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n");
             return None;
         };
-        client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").ok()?;
+        client.write_all(behaviour.established.as_bytes()).ok()?;
         client.flush().ok()?;
         return Some(up);
     }
