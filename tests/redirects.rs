@@ -35,6 +35,29 @@ fn same_origin_redirects_are_followed() {
     assert!(r.stdout.contains(&format!("metadata                https://localhost:{port}/final")), "{}", r.stdout);
 }
 
+/// Issue 35 §6: Go follows a `Location` with a space or a character beyond ASCII, escaped in the
+/// request it sends (`/d%20oc`, `/d%C3%A9oc`); the gate refused both, and took the second for no
+/// `Location` at all.
+#[test]
+fn a_location_with_a_space_or_beyond_ascii_is_followed_escaped_as_go_does() {
+    let ca = TestCa::new();
+    let slot = Reserved::new();
+    let iss = slot.issuer("");
+    let doc = discovery_doc(&iss);
+    let handler = reply(move |req, _| match req.path.as_str() {
+        WELL_KNOWN => Reply::redirect(302, "/d oc"),
+        "/d%20oc" => Reply::redirect(302, "/d\u{e9}oc"),
+        "/d%C3%A9oc" => Reply::json(200, doc.clone()),
+        _ => Reply::json(404, "{}"),
+    });
+    let p = slot.listen(tls_mode(ca.leaf(&["localhost"])), handler);
+    let mut cmd = gate();
+    cmd.args(["--issuer", &iss, "--ca-file", &ca.ca_arg(), "--once"]);
+    let r = run(cmd);
+    assert_exit(&r, 0);
+    assert_eq!(p.count(), 3);
+}
+
 #[test]
 fn relative_redirects_resolve_with_dot_segments_and_queries_holding_urls() {
     let ca = TestCa::new();

@@ -52,7 +52,9 @@ pub(crate) fn read(
         retry_after: header("retry-after"),
         www_authenticate: challenges(response.headers()),
         stream: false,
-        location: header("location"),
+        // Its bytes, as Go takes a header: a Location beyond ASCII is followed, escaped
+        // (`url::resolve`), not taken for none.
+        location: response.headers().get("location").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
         body: Vec::new(),
         url: target.to_string(),
     };

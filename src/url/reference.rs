@@ -41,6 +41,8 @@ pub enum ReferenceProblem {
     BadScheme,
     /// The base is not an absolute URL with an authority.
     BadBase,
+    /// A `%` not followed by two hexadecimal digits in the path, which Go's `url.Parse` refuses.
+    BadEscape,
 }
 
 impl fmt::Display for ReferenceProblem {
@@ -49,6 +51,7 @@ impl fmt::Display for ReferenceProblem {
             ReferenceProblem::Empty => "empty Location",
             ReferenceProblem::BadScheme => "not a URI reference (the part before ':' is not a scheme)",
             ReferenceProblem::BadBase => "the URL it came from is not absolute",
+            ReferenceProblem::BadEscape => "a '%' in its path is not followed by two hexadecimal digits",
         })
     }
 }
@@ -81,6 +84,7 @@ pub fn resolve(base: &str, reference: &str) -> Result<String, ReferenceProblem> 
         }
         (None, None) => (b_scheme.to_string(), Some(b_authority), remove_dot_segments(&merge(&b, r.path)), r.query),
     };
+    let path = go_escaped_path(&path).ok_or(ReferenceProblem::BadEscape)?;
     // §5.3: recomposition.
     let mut out = scheme.to_ascii_lowercase();
     out.push(':');
@@ -98,6 +102,38 @@ pub fn resolve(base: &str, reference: &str) -> Result<String, ReferenceProblem> 
         out.push_str(f);
     }
     Ok(out)
+}
+
+/// The path as Go's `net/http` sends it (`URL.EscapedPath`), so that a `Location` Go follows is
+/// followed to the same place: as written when every byte may stand in a path (`validEncoded`),
+/// else decoded and escaped again (`escape(path, encodePath)`): `/d oc` is sent `/d%20oc`,
+/// `/déoc` `/d%C3%A9oc`, `/a|b` `/a%7Cb`. None for a `%` without two hexadecimal digits after
+/// it, which `url.Parse` refuses.
+fn go_escaped_path(path: &str) -> Option<String> {
+    // shouldEscape(c, encodePath): all but unreserved characters and `$&+,/:;=@`.
+    let escapes = |b: u8| !(b.is_ascii_alphanumeric() || b"-_.~$&+,/:;=@".contains(&b));
+    let mut decoded = Vec::with_capacity(path.len());
+    let mut bytes = path.bytes();
+    while let Some(b) = bytes.next() {
+        if b != b'%' {
+            decoded.push(b);
+            continue;
+        }
+        let hex = |d: Option<u8>| char::from(d?).to_digit(16);
+        decoded.push(u8::try_from(hex(bytes.next())? * 16 + hex(bytes.next())?).ok()?);
+    }
+    if path.bytes().all(|b| b"!$&'()*+,;=:@[]%".contains(&b) || !escapes(b)) {
+        return Some(path.to_string());
+    }
+    let mut out = String::with_capacity(path.len() + 8);
+    for b in decoded {
+        if escapes(b) {
+            out.push_str(&format!("%{b:02X}"));
+        } else {
+            out.push(char::from(b));
+        }
+    }
+    Some(out)
 }
 
 /// §5.2.3: a relative path against the base's.
@@ -143,6 +179,29 @@ fn remove_dot_segments(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What Go 1.26's `(*url.URL).Parse` then `RequestURI` give for these, against
+    /// `https://a.example/x/y` (printed by a Go program, issue 35 §6).
+    #[test]
+    fn a_location_beyond_what_a_path_may_hold_is_escaped_as_go_sends_it() {
+        let base = "https://a.example/x/y";
+        for (location, sent) in [
+            ("/d oc", "https://a.example/d%20oc"),
+            ("/d\u{e9}oc", "https://a.example/d%C3%A9oc"),
+            ("/a%2Fb c", "https://a.example/a/b%20c"),
+            ("d oc", "https://a.example/x/d%20oc"),
+            ("/ok%20x", "https://a.example/ok%20x"),
+            ("/a[b]", "https://a.example/a[b]"),
+            ("/a|b", "https://a.example/a%7Cb"),
+            ("/a\"b", "https://a.example/a%22b"),
+            ("/a{b}", "https://a.example/a%7Bb%7D"),
+            ("/a%2Fb", "https://a.example/a%2Fb"),
+        ] {
+            assert_eq!(resolve(base, location).as_deref(), Ok(sent), "{location:?}");
+        }
+        assert_eq!(resolve(base, "/a%zz"), Err(ReferenceProblem::BadEscape));
+        assert_eq!(resolve(base, "/a%2"), Err(ReferenceProblem::BadEscape));
+    }
 
     #[test]
     fn rfc_3986_examples_resolve() {
