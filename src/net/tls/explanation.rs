@@ -165,7 +165,12 @@ fn unsupported_algorithm(host: &str, der: &[u8]) -> String {
 /// A certificate's date as HTTP writes one (`Mon, 01 Jan 2001 00:00:00 GMT`): the leaf's, or the
 /// trusted CA's whose dates decided (`trusted::Anchors::verify_at`), so the operator can tell which.
 fn date(t: rustls::pki_types::UnixTime) -> String {
-    httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(t.as_secs()))
+    date_secs(t.as_secs())
+}
+
+/// A date in seconds since the epoch, as certificate messages say it.
+pub(super) fn date_secs(secs: u64) -> String {
+    httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
 }
 
 #[cfg(test)]

@@ -16,6 +16,9 @@ pub(crate) enum Refusal {
     /// The server's certificate is marked as a CA (`CA:TRUE`) and is not itself trusted;
     /// `self_signed` when it names itself as its issuer.
     CaCertificate { self_signed: bool },
+    /// The trusted CA that would verify the chain is outside its validity period: `expired`, or
+    /// not valid yet, `at` the date passed (or to come), in seconds since the epoch.
+    TrustedCaDates { expired: bool, at: u64 },
 }
 
 impl std::error::Error for Refusal {}
@@ -65,6 +68,17 @@ impl Refusal {
                     ", or reissue it with CA:FALSE: Go also accepts it under its CA, this gate's verifier (webpki) \
                      does not"
                 }
+            ),
+            Refusal::TrustedCaDates { expired: true, at } => format!(
+                "the trusted CA that issued the certificate for {host} has expired (not valid after {}); the \
+                 certificate itself may be fine, but Go trusts no CA outside its dates: give --ca-file the CA \
+                 renewed, or set this machine's clock right",
+                super::explanation::date_secs(*at)
+            ),
+            Refusal::TrustedCaDates { expired: false, at } => format!(
+                "the trusted CA that issued the certificate for {host} is not valid yet (not before {}); a clock \
+                 is wrong, this machine's or the CA's",
+                super::explanation::date_secs(*at)
             ),
             Refusal::LeafKey(key) => format!(
                 "server certificate of {host} has {key}, which this build cannot verify: its crypto library (ring) \

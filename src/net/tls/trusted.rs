@@ -15,6 +15,7 @@
 //! Go, which checks a root's dates as those of any certificate of the chain (webpki's anchors
 //! have none): a chain only an expired CA issues fails, said as Go says it, an expiry.
 
+use super::Refusal;
 use crate::config::{GoStore, Trust, subject_hash};
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::{CertificateError, RootCertStore};
@@ -34,7 +35,8 @@ pub(super) struct Anchors {
 
 impl Anchors {
     /// What `verify` says with the roots valid `now`. A chain that a root out of its dates would
-    /// verify, and none in them, is refused with that root's dates (Go's message names none).
+    /// verify, and none in them, is refused with that root's dates, said as the CA's (Go's
+    /// message names no certificate).
     pub(super) fn verify_at(
         &self,
         now: UnixTime,
@@ -58,12 +60,10 @@ impl Anchors {
             verify(&RootCertStore { roots: [&valid[..], std::slice::from_ref(*root)].concat() }).is_ok()
         });
         let Some((_, &(not_before, not_after))) = out else { return result };
-        let at = |secs| UnixTime::since_unix_epoch(std::time::Duration::from_secs(secs));
-        Err(rustls::Error::InvalidCertificate(if t > not_after {
-            CertificateError::ExpiredContext { time: now, not_after: at(not_after) }
-        } else {
-            CertificateError::NotValidYetContext { time: now, not_before: at(not_before) }
-        }))
+        // The CA's dates, said as the CA's: not the server certificate's (issue 35 §6).
+        let expired = t > not_after;
+        let refusal = Refusal::TrustedCaDates { expired, at: if expired { not_after } else { not_before } };
+        Err(rustls::Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(Arc::new(refusal)))))
     }
 }
 
