@@ -802,3 +802,46 @@ fn a_pinned_server_certificate_is_trusted_as_itself_as_go_trusts_it() {
         assert_logged(&r, &[says]);
     }
 }
+
+/// Issue 35 §6: Go's store read whole after a first miss was kept for the life of the process, so
+/// a CA installed during a start-up wait (or during a sidecar's weeks of watching) was never seen,
+/// while a client started then would see it. The store is read again when it changes: installed
+/// by a rename into `SSL_CERT_FILE` (as a ConfigMap's update swaps its link), and by a file added
+/// to `SSL_CERT_DIR`.
+#[test]
+fn a_ca_installed_in_the_store_during_the_wait_is_seen() {
+    let (right, other) = (TestCa::new(), TestCa::new());
+    let (_p, iss) = ready_provider(&right, "localhost", "");
+    let store = tempfile::tempdir().unwrap();
+    let (file, dir) = (store.path().join("bundle.pem"), store.path().join("certs"));
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(&other.pem_path, &file).unwrap();
+    let installs: [(&str, &dyn Fn()); 2] = [
+        ("a rename into SSL_CERT_FILE", &|| {
+            let next = store.path().join("next.pem");
+            let both =
+                std::fs::read_to_string(&other.pem_path).unwrap() + &std::fs::read_to_string(&right.pem_path).unwrap();
+            std::fs::write(&next, both).unwrap();
+            std::fs::rename(&next, &file).unwrap();
+        }),
+        ("a file added to SSL_CERT_DIR", &|| {
+            std::fs::copy(&right.pem_path, dir.join("right.pem")).unwrap();
+        }),
+    ];
+    for (how, install) in installs {
+        std::fs::copy(&other.pem_path, &file).unwrap();
+        let _ = std::fs::remove_file(dir.join("right.pem"));
+        let mut cmd = gate();
+        cmd.args(["--issuer", &iss, "--timeout", "5m", "--interval", "100ms"])
+            .env("SSL_CERT_FILE", &file)
+            .env("SSL_CERT_DIR", &dir);
+        let live = LiveGate::spawn(cmd);
+        // The other CA has the same name: "names a trusted CA as its issuer, but that CA's key…".
+        live.wait_logged("attempt 1: tls: ");
+        install();
+        let r = live.finish();
+        assert_exit(&r, 0);
+        assert_logged(&r, &["ready: "]);
+        assert!(r.log().contains("that CA's key does not verify it"), "{how}: it waited first:\n{}", r.log());
+    }
+}

@@ -170,6 +170,20 @@ impl GoStore {
         (sources, warnings)
     }
 
+    /// What changes when the store does: each source's device, inode, size and modification time
+    /// (`SSL_CERT_FILE` followed through its links, as a mounted ConfigMap's is; each directory's
+    /// own, which a file added, removed or renamed into it changes). A file rewritten in place
+    /// inside a directory is not seen; what installs CAs (`update-ca-certificates`, a ConfigMap's
+    /// update, an atomic rename) is.
+    pub(crate) fn stamp(&self) -> Vec<(u64, u64, u64, i64, i64)> {
+        use std::os::unix::fs::MetadataExt;
+        let file = self.file.iter().map(|raw| raw.value.as_str());
+        let of = |path: &str| {
+            std::fs::metadata(path).map_or((0, 0, 0, 0, 0), |m| (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
+        };
+        file.chain(self.dirs()).map(of).collect()
+    }
+
     /// `SSL_CERT_DIR`'s directories, colon-separated, empty ones left out.
     fn dirs(&self) -> impl Iterator<Item = &str> {
         self.dirs.iter().flat_map(|raw| raw.value.split(':')).filter(|d| !d.is_empty())

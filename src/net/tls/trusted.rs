@@ -8,19 +8,21 @@
 //! names (`<hash>.N`: `config::subject_hash`), beside the rest. Each of those is a file Go reads
 //! too, so a chain they verify is one Go verifies. Anything else (no link, a link to another CA
 //! of the same name, a CA only in `SSL_CERT_FILE` or in a file without a link) is decided on
-//! everything, read once as Go reads it: a failure is always the whole store's, said as it says
-//! it, and every later chain is decided on the whole store at once.
+//! everything, read as Go reads it: a failure is always the whole store's, said as it says it,
+//! and every later chain is decided on the whole store at once, read again whenever the store
+//! has changed (`GoStore::stamp`), so that a CA installed during a long wait counts as it would
+//! for a client started now.
 //!
 //! Whatever the source, a trusted certificate outside its validity period is no anchor, as in
 //! Go, which checks a root's dates as those of any certificate of the chain (webpki's anchors
-//! have none): a chain only an expired CA issues fails, said as Go says it, an expiry.
+//! have none): a chain only an expired CA issues fails, said with the CA's dates.
 
 use super::Refusal;
 use crate::config::{GoStore, Trust, subject_hash};
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::{CertificateError, RootCertStore};
 use std::collections::HashSet;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// Trust anchors with their validity periods.
 #[derive(Debug)]
@@ -73,9 +75,13 @@ pub(super) struct Trusted {
     base: Anchors,
     /// Go's store, unless it is not set (or was read with the configuration).
     store: Option<Arc<GoStore>>,
-    /// The base and the whole store, once read.
-    whole: OnceLock<Anchors>,
+    /// The base and the whole store, once read, with the store's stamp then: read again when
+    /// the store changes, so that a CA installed during a wait (or a sidecar's weeks of
+    /// watching) counts, as it would for a client started now (issue 35 §6).
+    whole: Mutex<Option<(Stamp, Arc<Anchors>)>>,
 }
+
+type Stamp = Vec<(u64, u64, u64, i64, i64)>;
 
 impl Trusted {
     pub(super) fn new(trust: &Trust) -> Trusted {
@@ -85,7 +91,7 @@ impl Trusted {
             validity: [&vec![(0, u64::MAX); mozilla.len()][..], &trust.roots.validity].concat(),
             pinned: trust.roots.digests.clone(),
         };
-        Trusted { base, store: trust.store.clone(), whole: OnceLock::new() }
+        Trusted { base, store: trust.store.clone(), whole: Mutex::new(None) }
     }
 
     /// Nothing is trusted at all (and no store may add to it).
@@ -101,8 +107,10 @@ impl Trusted {
         verify: impl Fn(&Anchors) -> Result<(), rustls::Error>,
     ) -> Result<(), rustls::Error> {
         let Some(store) = &self.store else { return verify(&self.base) };
-        if let Some(whole) = self.whole.get() {
-            return verify(whole);
+        let stamp = store.stamp();
+        let kept = self.whole.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some((_, whole)) = kept.filter(|(then, _)| *then == stamp) {
+            return verify(&whole);
         }
         let issuers = std::iter::once(end_entity).chain(intermediates).filter_map(|cert| {
             let cert = webpki::EndEntityCert::try_from(cert).ok()?;
@@ -113,13 +121,13 @@ impl Trusted {
         if first.is_ok() {
             return first;
         }
-        verify(self.whole.get_or_init(|| {
-            let mut all = crate::config::Anchors::default();
-            for warning in store.read(&mut all).1 {
-                log::warn!("{warning}");
-            }
-            joined(&self.base, all)
-        }))
+        let mut all = crate::config::Anchors::default();
+        for warning in store.read(&mut all).1 {
+            log::warn!("{warning}");
+        }
+        let whole = Arc::new(joined(&self.base, all));
+        *self.whole.lock().unwrap_or_else(|e| e.into_inner()) = Some((stamp, whole.clone()));
+        verify(&whole)
     }
 }
 
