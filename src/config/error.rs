@@ -188,6 +188,12 @@ impl fmt::Display for ConfigError {
                  on an address of this host (:PORT for all of them)"
             ),
             ConfigError::UnknownVariable { name, suggestion } => match suggestion {
+                // A flag's name (a variable's always holds '_'): a mode's, which has no variable.
+                Some(s) if !s.contains('_') => write!(
+                    f,
+                    "{name} is not a variable wait-for-idp reads: --{s} is a mode, a flag only, typed by a person \
+                     (as --once, --dry-run and -v are); this run goes on without it"
+                ),
                 Some(s) => write!(f, "{name} is not a variable wait-for-idp reads; did you mean {s}?"),
                 None => write!(f, "{name} is not a variable wait-for-idp reads; see --help for the list"),
             },

@@ -16,6 +16,7 @@
 
 mod connect_to;
 mod der;
+mod drift;
 mod environment;
 mod error;
 mod files;

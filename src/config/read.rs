@@ -1,5 +1,6 @@
 //! The one pass from the command line and the environment to a [`Loaded`] configuration.
 
+use super::drift;
 use super::environment::Environment;
 use super::inputs::{Inputs, Sourced};
 use super::{
@@ -49,8 +50,11 @@ fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[&str]
     for (raw, header) in &values.header_files {
         files::check_header_file(raw, header)?;
     }
-    notices.extend(unsent_credentials(&values));
+    let header_file = values.header_files.first().map(|(raw, _)| raw);
+    let sent_somewhere = !values.issuers.is_empty() || values.jwks_url.is_some();
+    notices.extend(drift::unsent_credentials(sent_somewhere, values.token_file.as_ref(), header_file));
     let proxies = ProxySettings::from_env(env);
+    notices.extend(drift::all_proxy(&inputs));
     let then = read_then(given)?;
     if let (Some((_, raw)), Some(_)) = (&values.serve, &then) {
         return Err(ConfigError::Conflict(Conflict::ServeWith { source: raw.source, other: "-- COMMAND" }));
@@ -71,30 +75,6 @@ fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[&str]
     });
     config.network.proxies.check_used(first.chain(config.checks.jwks_url.as_deref()))?;
     Ok(loaded)
-}
-
-/// A token or header file goes only where an `--issuer`'s metadata is fetched (and to
-/// `--jwks-url`): along a `--resource` chain it is never sent, so with no issuer it is read for
-/// nothing. Said, since whoever set it expects it to be used.
-fn unsent_credentials(values: &Values) -> Option<Notice> {
-    if !values.issuers.is_empty() || values.jwks_url.is_some() {
-        return None;
-    }
-    let sources: Vec<String> = values
-        .token_file
-        .iter()
-        .map(|raw| raw.source.to_string())
-        .chain(values.header_files.first().map(|(raw, _)| raw.source.to_string()))
-        .collect();
-    (!sources.is_empty()).then(|| {
-        Notice::Warning(format!(
-            "{} will not be sent: credentials go only to an issuer's own origin, never along a {} chain, and no {} is \
-             given",
-            sources.join(" and "),
-            Id::Resource.flag(),
-            Id::Issuer.flag()
-        ))
-    })
 }
 
 /// The command after `--`, if any; `--` alone, or an empty word for the program, is a usage
@@ -374,6 +354,7 @@ fn read_issuers(
     {
         notices.push(Notice::Note(format!("issuer read from {name} (oauth2-proxy's variable)")));
     }
+    notices.extend(drift::issuer(&issuers, inputs));
     Ok(issuers)
 }
 

@@ -23,6 +23,37 @@ fn warnings(args: &[&str], env: &[(&str, &str)]) -> Vec<String> {
     notices.into_iter().filter_map(|n| if let Notice::Warning(w) = n { Some(w) } else { None }).collect()
 }
 
+/// Issue 36 §3: what is set and silently not used, said. The gate's issuer and oauth2-proxy's
+/// differing (the gate would check one the proxy does not use); `ALL_PROXY`, which Go never reads;
+/// a mode's name as a variable, which both modes now say the same way (and refuse under
+/// `--dry-run`, as any unknown variable).
+#[test]
+fn drift_is_said_not_silent() {
+    let proxy = ("OAUTH2_PROXY_OIDC_ISSUER_URL", "https://sso.example.com/realms/x");
+    let said = warnings(&[], &[("WAIT_FOR_IDP_ISSUER", "https://a.example"), proxy]);
+    assert!(
+        said.iter().any(|w| w.starts_with(
+            "WAIT_FOR_IDP_ISSUER is 'https://a.example' but OAUTH2_PROXY_OIDC_ISSUER_URL \
+                                            is 'https://sso.example.com/realms/x'"
+        )),
+        "{said:?}"
+    );
+    let said = warnings(&["--issuer", "https://a.example"], &[proxy]);
+    assert!(said.iter().any(|w| w.starts_with("--issuer is 'https://a.example' but")), "{said:?}");
+    for same in [vec![("WAIT_FOR_IDP_ISSUER", proxy.1), proxy], vec![proxy]] {
+        assert!(warnings(&[], &same).is_empty(), "one value: nothing to say");
+    }
+    let notes = load(&["--issuer", "https://a.example"], &[("ALL_PROXY", "socks5://p:1080")]).unwrap().notices;
+    assert!(notes.iter().any(|n| matches!(n, Notice::Note(t) if t.starts_with("ALL_PROXY is set and not used"))));
+    for (name, flag) in [("WAIT_FOR_IDP_ONCE", "--once"), ("WAIT_FOR_IDP_DRY_RUN", "--dry-run")] {
+        let said = warnings(&["--issuer", "https://a.example"], &[(name, "true")]);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].starts_with(&format!("{name} is not a variable wait-for-idp reads: {flag} is a mode")));
+        let e = err(&["--issuer", "https://a.example", "--dry-run"], &[(name, "true")]);
+        assert!(e.contains(&format!("{flag} is a mode")), "{e}");
+    }
+}
+
 #[test]
 fn defaults() {
     let c = build(&["--issuer", "https://kc.example/realms/x"], &[]).unwrap();

@@ -32,6 +32,13 @@ pub(crate) fn unknown_variables(names: &[impl AsRef<str>]) -> Vec<(String, Optio
         .map(AsRef::as_ref)
         .filter(|n| plausibly_ours(n, &[PREFIX], 2) && !known.contains(n))
         .filter_map(|n| {
+            // A mode's name as a variable: the flag is what was meant (issue 36: one warned, the
+            // other was refused; now both say this).
+            let as_variable = |flag: &str| n.strip_prefix(PREFIX) == Some(&flag.to_ascii_uppercase().replace('-', "_"));
+            let mode = SETTINGS.iter().find(|s| s.env.is_none() && as_variable(s.flag));
+            if let Some(mode) = mode {
+                return Some((n.to_string(), Some(mode.flag)));
+            }
             let closest = closest(n, &known);
             let ours = n.starts_with(PREFIX);
             // Outside our prefix only a close one (a mangled prefix), not some app's `TIMEOUT`.
