@@ -148,7 +148,7 @@ fn faults(ca: &TestCa) -> Vec<Fault> {
                 tls(),
                 fixed(b"{}"),
                 "tls",
-                "signed by an unknown CA (or is self-signed); trust that CA with --ca-file",
+                "signed by an unknown CA \"wait-for-idp test CA\"; trust that CA with --ca-file",
             )
         },
         f(

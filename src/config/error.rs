@@ -170,7 +170,16 @@ impl fmt::Display for ConfigError {
                 write!(f, "{source}: '{value}' is not valid; expected {expected}")
             }
             ConfigError::ConnectTo { source, value, problem } => write!(f, "{source}: '{value}' {problem}"),
-            ConfigError::CaFile { source, path, problem } => write!(f, "{source}: CA file '{path}' {problem}"),
+            ConfigError::CaFile { source, path, problem } => {
+                write!(f, "{source}: CA file '{path}' {problem}")?;
+                let missing =
+                    matches!(problem, CaFileProblem::Unreadable(e) if e.kind() == std::io::ErrorKind::NotFound);
+                if missing && path.contains(',') && matches!(source, Source::Flag(_)) {
+                    // A list given to the flag: the variable takes one, the flag one file each time.
+                    write!(f, "; for several files repeat {source} (its variable takes them comma-separated)")?;
+                }
+                Ok(())
+            }
             ConfigError::TokenFile { source, path, problem } => {
                 write!(f, "{source}: token file {} {problem}", Shown(path, "the token"))
             }

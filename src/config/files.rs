@@ -23,6 +23,11 @@ pub(crate) enum CaFileProblem {
 impl fmt::Display for CaFileProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            CaFileProblem::Unreadable(e) if e.kind() == std::io::ErrorKind::PermissionDenied => write!(
+                f,
+                "cannot be read by the gate's user ({e}); in Kubernetes, mount it with a defaultMode every user may \
+                 read (0444), or give the pod an fsGroup the volume grants"
+            ),
             CaFileProblem::Unreadable(e) => write!(f, "cannot be read ({e})"),
             CaFileProblem::Empty => write!(f, "is empty; it must hold PEM 'CERTIFICATE' blocks"),
             CaFileProblem::NotPem => write!(

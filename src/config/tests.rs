@@ -54,6 +54,18 @@ fn drift_is_said_not_silent() {
     }
 }
 
+/// Issue 36 §6: a CA file the gate's user may not read names what to change in Kubernetes; a
+/// comma list given to the flag says to repeat it.
+#[test]
+fn ca_file_mistakes_name_the_fix() {
+    let denied = CaFileProblem::Unreadable(std::io::Error::from(std::io::ErrorKind::PermissionDenied)).to_string();
+    assert!(denied.contains("defaultMode") && denied.contains("fsGroup"), "{denied}");
+    let e = err(&["--issuer", "https://a.example", "--ca-file", "/nonexistent/a.pem,/nonexistent/b.pem"], &[]);
+    assert!(e.ends_with("for several files repeat --ca-file (its variable takes them comma-separated)"), "{e}");
+    let e = err(&["--issuer", "https://a.example"], &[("WAIT_FOR_IDP_CA_FILE", "/nonexistent/a.pem,/b.pem")]);
+    assert!(!e.contains("repeat"), "the variable takes a list: {e}");
+}
+
 #[test]
 fn defaults() {
     let c = build(&["--issuer", "https://kc.example/realms/x"], &[]).unwrap();

@@ -115,7 +115,15 @@ impl ServerCertVerifier for GateVerifier {
                 }
             })
         };
-        self.trusted.decide(end_entity, intermediates, verify)?;
+        self.trusted.decide(end_entity, intermediates, verify).map_err(|e| match e {
+            // Named, so that the user sees which CA is missing (issue 36).
+            rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+                let (issuer, self_signed) = refusal::issuer_of(end_entity);
+                let refusal = Refusal::UnknownIssuer { issuer, self_signed };
+                rustls::Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(Arc::new(refusal))))
+            }
+            e => e,
+        })?;
         verify_server_name(&cert, server_name).map(|()| ServerCertVerified::assertion())
     }
 

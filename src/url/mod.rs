@@ -78,6 +78,9 @@ pub enum Problem {
     EmptyHost,
     BadPort(String),
     BadIpv6Literal,
+    /// An IPv6 address without its brackets (`https://fd00::1:8443`): the first `:` reads as the
+    /// port's.
+    UnbracketedIpv6,
     /// A host with characters beyond ASCII: DNS and TLS want its punycode form.
     NonAsciiHost(String),
     Userinfo,
@@ -109,6 +112,11 @@ impl fmt::Display for Problem {
             Problem::EmptyHost => write!(f, "has no host name"),
             Problem::BadPort(p) => write!(f, "has an invalid port '{p}'; use 1-65535"),
             Problem::BadIpv6Literal => write!(f, "has a malformed IPv6 literal; write it as https://[::1]:8443"),
+            Problem::UnbracketedIpv6 => write!(
+                f,
+                "has an IPv6 address without brackets, so its first ':' reads as a port; write it in brackets, \
+                 https://[fd00::1]:8443"
+            ),
             Problem::NonAsciiHost(host) => write!(
                 f,
                 "has the host '{host}', which is not ASCII; write it in its punycode form (xn--…), as DNS and TLS certificates do"
@@ -174,6 +182,8 @@ pub fn split(raw: &str) -> Result<Parts<'_>, Problem> {
         (&authority[..inside.len() + 2], port)
     } else {
         match authority.split_once(':') {
+            // Two colons or more: an IPv6 address, never a host and a port.
+            Some((_, p)) if p.contains(':') => return Err(Problem::UnbracketedIpv6),
             Some((h, p)) => (h, Some(p)),
             None => (authority, None),
         }
@@ -410,6 +420,10 @@ mod tests {
         assert_eq!(check_issuer("https://u:p@h/"), Err(Problem::Userinfo));
         assert_eq!(check_issuer("https://h/a b"), Err(Problem::BadCharacter(' ')));
         assert_eq!(check_issuer("https://[::1"), Err(Problem::BadIpv6Literal));
+        // Issue 36: without brackets, an IPv6 address is said as such, not as a bad port.
+        assert_eq!(check_issuer("https://fd00::1:8443/"), Err(Problem::UnbracketedIpv6));
+        assert_eq!(check_issuer("https://::1/"), Err(Problem::UnbracketedIpv6));
+        assert!(Problem::UnbracketedIpv6.to_string().contains("https://[fd00::1]:8443"));
     }
 
     #[test]

@@ -16,6 +16,9 @@ pub(crate) enum Refusal {
     /// The server's certificate is marked as a CA (`CA:TRUE`) and is not itself trusted;
     /// `self_signed` when it names itself as its issuer.
     CaCertificate { self_signed: bool },
+    /// No trusted CA signs the server's certificate: its issuer's name, to say which CA is
+    /// missing, and whether it is self-signed.
+    UnknownIssuer { issuer: Option<String>, self_signed: bool },
     /// The trusted CA that would verify the chain is outside its validity period: `expired`, or
     /// not valid yet, `at` the date passed (or to come), in seconds since the epoch.
     TrustedCaDates { expired: bool, at: u64 },
@@ -69,6 +72,16 @@ impl Refusal {
                      does not"
                 }
             ),
+            Refusal::UnknownIssuer { issuer, self_signed } => {
+                let named = issuer.as_deref().map(|i| format!(" \"{}\"", crate::screen_text::quoted(i, 200)));
+                let named = named.unwrap_or_default();
+                let whose = if *self_signed { format!(" (it is self-signed, as{named})") } else { named };
+                format!(
+                    "certificate for {host} is signed by an unknown CA{whose}; trust that CA with --ca-file{}. An \
+                     ingress may still be showing its default certificate while the real one is issued",
+                    if *self_signed { ", or give this certificate itself" } else { "" }
+                )
+            }
             Refusal::TrustedCaDates { expired: true, at } => format!(
                 "the trusted CA that issued the certificate for {host} has expired (not valid after {}); the \
                  certificate itself may be fine, but Go trusts no CA outside its dates: give --ca-file the CA \
@@ -138,6 +151,32 @@ const ANY_USAGE: &[u8] = &[0x55, 0x1d, 0x25, 0x00];
 /// lists serverAuth or any usage: `checkChainForKeyUsage`), and whether it is self-signed (it
 /// names itself as its issuer).
 pub(crate) fn read_ca_certificate(cert: &[u8]) -> (bool, bool) {
+    let (serves_tls, self_signed, _) = read_certificate(cert);
+    (serves_tls, self_signed)
+}
+
+/// The name a certificate's issuer goes by (its common name, else its organisation), and whether
+/// it is self-signed: to say which CA a chain needs.
+pub(crate) fn issuer_of(cert: &[u8]) -> (Option<String>, bool) {
+    let (_, self_signed, issuer) = read_certificate(cert);
+    let attribute = |wanted: &[u8]| {
+        // Name: a SEQUENCE of SETs of SEQUENCE { type, value }.
+        let mut sets = issuer?;
+        while let Some((_, set, rest)) = tlv(sets) {
+            sets = rest;
+            let (_, pair, _) = tlv(set)?;
+            let (_, oid, value) = tlv(pair)?;
+            if oid == wanted {
+                return Some(String::from_utf8_lossy(tlv(value)?.1).into_owned());
+            }
+        }
+        None
+    };
+    (attribute(&[0x55, 0x04, 0x03]).or_else(|| attribute(&[0x55, 0x04, 0x0a])), self_signed)
+}
+
+/// Whether the certificate may serve TLS, whether it is self-signed, and its issuer's Name.
+fn read_certificate(cert: &[u8]) -> (bool, bool, Option<&[u8]>) {
     // The TBSCertificate's fields: the version ([0]), then serial, signature algorithm, issuer,
     // validity, subject, key, and the extensions ([3]).
     let (mut serves_tls, mut issuer, mut n) = (true, None, 0);
@@ -154,7 +193,7 @@ pub(crate) fn read_ca_certificate(cert: &[u8]) -> (bool, bool) {
         }
         n += 1;
     }
-    (serves_tls, self_signed)
+    (serves_tls, self_signed, issuer)
 }
 
 /// Whether these extensions allow serving TLS. Each holds its OID, whether it is critical, and
