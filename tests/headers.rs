@@ -343,3 +343,24 @@ fn a_token_or_header_file_that_is_not_a_regular_file_or_too_large_is_refused() {
     cmd.arg("--header-file").arg(format!("X-Key={}", ca.path("token").display()));
     assert_exit(&run(cmd), 0);
 }
+
+/// Issue 36 §6: a 401 to the token the gate sent said "the API server's issuer needs
+/// --token-file", to a user who had given one. It says the token was refused now; without one,
+/// the hint stays.
+#[test]
+fn a_401_to_the_token_sent_says_it_was_refused() {
+    let ca = TestCa::new();
+    let (_p, iss) = Provider::for_issuer(tls_mode(ca.leaf(&["localhost"])), "", |_| {
+        reply(|_, _| Reply::json(401, r#"{"kind":"Status","reason":"Unauthorized"}"#))
+    });
+    let token = ca.path("token");
+    std::fs::write(&token, "expired-token-0123456789").unwrap();
+    let mut cmd = gate_for(&ca, &iss);
+    cmd.arg("--once").arg("--token-file").arg(&token);
+    let r = run(cmd);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["HTTP 401", "refused the credentials from --token-file that the gate sent"]);
+    assert!(!r.log().contains("needs --token-file"), "{}", r.log());
+    let r = run_args(gate_for(&ca, &iss), &["--once"]);
+    assert_logged(&r, &["HTTP 401", "needs --token-file"]);
+}

@@ -28,6 +28,9 @@ pub(crate) struct Fetched {
     pub(crate) body: Vec<u8>,
     /// The URL that answered, after redirects.
     pub(crate) url: String,
+    /// Which of the user's credentials went to that URL (`--token-file`, `--header-file`), if
+    /// any: a 401 or 403 is then their refusal, not a missing one.
+    pub(crate) credentials: Option<&'static str>,
 }
 
 /// A response read as far as the gate reads it: the headers it uses, and the body to its end
@@ -57,6 +60,7 @@ pub(crate) fn read(
         location: response.headers().get("location").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
         body: Vec::new(),
         url: target.to_string(),
+        credentials: None,
     };
     if fetched.content_type.as_deref().is_some_and(is_event_stream) {
         fetched.stream = true;

@@ -375,8 +375,16 @@ fn status_failure(fetched: &Fetched) -> Failure {
     }
     let mut failure = Failure::of(FailureClass::HttpStatus, Cause::Status(fetched.status), message);
     failure.url = Some(redacted);
-    if let Some(hint) = status_hint(fetched) {
-        failure.hints.push(hint.into());
+    match (fetched.status, fetched.credentials) {
+        // Sent and refused: not a token missing, the one given (expired, another audience?).
+        (401 | 403, Some(given)) => failure.hints.push(
+            format!(
+                "the server refused the credentials from {given} that the gate sent: check that they are current and \
+             meant for this server (a token's audience, a rotated secret), and that they grant reading the metadata"
+            )
+            .into(),
+        ),
+        _ => failure.hints.extend(status_hint(fetched).map(Into::into)),
     }
     // Keycloak's answer for a path it routes nowhere (a base URL without /realms/NAME): no
     // start-up changes it, while a realm not created yet answers "Realm does not exist".
@@ -462,6 +470,20 @@ mod tests {
             location: None,
             body: b"oops".to_vec(),
             url: "https://idp.example/.well-known/openid-configuration".into(),
+            credentials: None,
+        }
+    }
+
+    /// Issue 36 §6: a 401 or 403 to credentials the gate sent is their refusal, said as such; to
+    /// none, the usual hint (metadata is normally public; the API server needs --token-file).
+    #[test]
+    fn a_401_to_credentials_sent_says_they_were_refused() {
+        for status in [401, 403] {
+            let sent = Fetched { credentials: Some("--token-file"), ..fetched(status, None) };
+            let failure = usable_body(&sent).unwrap_err();
+            assert!(hinted(&failure, "refused the credentials from --token-file"), "{failure:?}");
+            assert!(!hinted(&failure, "needs --token-file"), "{failure:?}");
+            assert!(hinted(&usable_body(&fetched(status, None)).unwrap_err(), "needs --token-file"));
         }
     }
 

@@ -314,7 +314,18 @@ impl Attempt<'_> {
         if let Ok(f) = &fetched {
             self.note_retry_after(f);
         }
-        fetched.map(|f| self.hide_token(f))
+        fetched.map(|mut f| {
+            // Carried there, unless a redirect left the origins (and then the secrets stay behind).
+            let carried = carries_token(&self.token_origins, to) && carries_token(&self.token_origins, &f.url);
+            f.credentials = match (self.token.is_some(), !self.headers.is_empty()) {
+                _ if !carried => None,
+                (true, true) => Some("--token-file and --header-file"),
+                (true, false) => Some("--token-file"),
+                (false, true) => Some("--header-file"),
+                (false, false) => None,
+            };
+            self.hide_token(f)
+        })
     }
 
     /// Fetches one link of the chain within what is left of the budget; a transport failure is
