@@ -845,3 +845,24 @@ fn a_ca_installed_in_the_store_during_the_wait_is_seen() {
         assert!(r.log().contains("that CA's key does not verify it"), "{how}: it waited first:\n{}", r.log());
     }
 }
+
+/// Issue 36 §6: `http://` to a port that serves TLS, where the server resets the connection
+/// (as openssl's and others' do, rather than answering an alert or 400 as rustls, nginx and Go
+/// do), said only that the connection was closed; it names the likely fix now.
+#[test]
+fn plain_http_to_a_tls_port_that_resets_names_https() {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let mut conn = conn;
+            let _ = conn.read(&mut [0u8; 512]);
+            // A reset, not a close: SO_LINGER 0.
+            let _ = socket2::SockRef::from(&conn).set_linger(Some(Duration::ZERO));
+        }
+    });
+    let r = run_args(gate(), &["--issuer", &format!("http://127.0.0.1:{port}"), "--once"]);
+    assert_exit(&r, 1);
+    assert_logged(&r, &["closed the connection before a response", "if this port serves HTTPS, use an https:// URL"]);
+}

@@ -315,7 +315,12 @@ pub(super) fn skipped_by_proxy() -> String {
 /// transport, except that anything going wrong with the keys is class `jwks`, with the
 /// transport's class inside. The one place a [`FetchError`] becomes a [`Failure`].
 pub(super) fn link_failure(link: Link, server: &str, to: &str, e: FetchError, at: (Stage, String)) -> Failure {
-    let failure = fetch_failure(e, at);
+    // A TLS port closes or resets a plain-HTTP request; nginx and Go answer 400 instead
+    // (`plain_http_to_https`).
+    let closed = matches!(&e, FetchError::Connect(m) if m.contains("closed the connection before a response"));
+    let tls_port = (closed && to.starts_with("http://"))
+        .then(|| "if this port serves HTTPS, use an https:// URL: a TLS server closes a plain-HTTP request".into());
+    let failure = fetch_failure(e, at).hint(tls_port);
     let failure = match link {
         Link::Jwks => failure.with(|f| (f.class, f.within) = (FailureClass::Jwks, Some(f.class))),
         Link::Metadata | Link::ResourceMetadata => failure,
@@ -386,12 +391,22 @@ fn status_failure(fetched: &Fetched) -> Failure {
         ),
         _ => failure.hints.extend(status_hint(fetched).map(Into::into)),
     }
-    // Keycloak's answer for a path it routes nowhere (a base URL without /realms/NAME): no
-    // start-up changes it, while a realm not created yet answers "Realm does not exist".
-    if fetched.status == 404
-        && !fetched.url.contains("/realms/")
-        && String::from_utf8_lossy(&fetched.body).contains("Unable to find matching target resource method")
-    {
+    // Keycloak's answer for a path it routes nowhere: no start-up changes it, while a realm not
+    // created yet answers "Realm does not exist". A base URL without /realms/NAME; or RFC 8414's
+    // location, the well-known inserted before the realm's path, which Keycloak does not serve.
+    let unrouted = fetched.status == 404
+        && String::from_utf8_lossy(&fetched.body).contains("Unable to find matching target resource method");
+    let inserted =
+        url::split(&fetched.url).is_ok_and(|p| p.path.starts_with("/.well-known/oauth-authorization-server/"));
+    if unrouted && inserted && fetched.url.contains("/realms/") {
+        failure.conclusive = true;
+        failure.hints.clear();
+        failure.hints.push(
+            "Keycloak serves its metadata under the realm's own path (/realms/NAME/.well-known/…), not where RFC \
+             8414 inserts it: use --metadata oidc or auto"
+                .into(),
+        );
+    } else if unrouted && !fetched.url.contains("/realms/") {
         failure.conclusive = true;
         failure.hints.push("Keycloak serves an issuer's metadata only under /realms/NAME: name the realm".into());
     }
@@ -472,6 +487,18 @@ mod tests {
             url: "https://idp.example/.well-known/openid-configuration".into(),
             credentials: None,
         }
+    }
+
+    /// Issue 36 §6: `--metadata oauth` against Keycloak fetches RFC 8414's location (inserted
+    /// before the realm's path), which Keycloak routes nowhere: said, with the fix, and final;
+    /// not "the realm may not be imported yet".
+    #[test]
+    fn keycloak_under_metadata_oauth_names_oidc_or_auto() {
+        let keycloak = b"{\"error\":\"Unable to find matching target resource method\"}".to_vec();
+        let url = "https://kc.example/.well-known/oauth-authorization-server/realms/x".to_string();
+        let failure = usable_body(&Fetched { body: keycloak, url, ..fetched(404, None) }).unwrap_err();
+        assert!(failure.conclusive && hinted(&failure, "use --metadata oidc or auto"), "{failure:?}");
+        assert!(!hinted(&failure, "imported"), "{failure:?}");
     }
 
     /// Issue 36 §6: a 401 or 403 to credentials the gate sent is their refusal, said as such; to

@@ -51,6 +51,8 @@ struct IssuerSummary<'a> {
     /// A target still waiting at the end: where its attempt under way had got to, else `null`.
     in_flight: Option<String>,
     endpoints: Option<Endpoints<'a>>,
+    /// The passing document's ID token signing algorithms, as `--once` shows them.
+    signing_algorithms: Option<&'a [String]>,
     jwks_keys: Option<usize>,
     /// How an MCP client can register (`cimd`, `dcr`, `none`), judged under `auto`, else `null`.
     registration: Option<&'static str>,
@@ -88,6 +90,7 @@ struct ServerSummary<'a> {
     issuer: &'a str,
     metadata_url: String,
     endpoints: Endpoints<'a>,
+    signing_algorithms: &'a [String],
     jwks_keys: Option<usize>,
     registration: Option<&'static str>,
     warnings: &'a [String],
@@ -121,6 +124,7 @@ impl<'a> ServerSummary<'a> {
             issuer: &s.document.issuer,
             metadata_url: url::redact(&s.url),
             endpoints: Endpoints::of(&s.document),
+            signing_algorithms: &s.document.id_token_signing_alg_values_supported,
             jwks_keys: s.jwks_keys,
             registration: s.document.registration.map(Registration::as_str),
             warnings: &s.document.warnings,
@@ -153,6 +157,7 @@ impl<'a> IssuerSummary<'a> {
             last_failure: r.tally.last_failure.as_ref().map(LastFailure::of),
             in_flight: r.in_flight.clone(),
             endpoints: single.map(|s| Endpoints::of(&s.document)),
+            signing_algorithms: single.map(|s| &s.document.id_token_signing_alg_values_supported[..]),
             jwks_keys: single.and_then(|s| s.jwks_keys),
             registration: single.and_then(|s| s.document.registration).map(Registration::as_str),
             // An issuer's document warnings; a resource's own (each server has its own list).
@@ -264,6 +269,7 @@ mod tests {
             "last_failure",
             "in_flight",
             "endpoints",
+            "signing_algorithms",
             "jwks_keys",
             "registration",
             "warnings",
@@ -277,6 +283,8 @@ mod tests {
             (&json!(true), &json!("ready"), &Value::Null)
         );
         assert_eq!(issuer["addresses"], json!([{"host": "idp.example", "address": "10.0.0.7", "private": "private"}]));
+        // Issue 36 §6: what --once's text shows as "signing algorithms" is in the JSON too.
+        assert!(issuer["signing_algorithms"].is_array(), "{issuer}");
     }
 
     #[test]
