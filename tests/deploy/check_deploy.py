@@ -23,7 +23,9 @@
    the kubelet probes, not every address), and its startupProbe asks that port for /readyz.
    The PodMonitor example selects the sidecar recipe's pods and scrapes /metrics on that port.
 8. deploy/policy/ (a MutatingAdmissionPolicy and its bindings) passes the schema for 1.36 and 1.37,
-   whatever -k says: the API is served from 1.36. What it injects is checked on a real API server.
+   whatever -k says: the API is served from 1.36. wait-for-idp.yaml's v1beta1 variant, made by the
+   sed line its header gives for 1.34 and 1.35, passes the schema of 1.34 and 1.35. What they
+   inject is checked on a real API server.
 
 Usage: check_deploy.py --bin PATH --kubectl PATH --helm PATH --ca PEM --token FILE -k 1.25 -k 1.37
 Prints one line per check and a closing "deploy: N passed, M failed".
@@ -136,6 +138,8 @@ def podmonitor_check():
 
 
 POLICIES_FROM = ("1.36", "1.37")
+# Kubernetes 1.34 and 1.35 serve MutatingAdmissionPolicy as v1beta1 (behind a feature gate).
+BETA_POLICIES = ("1.34", "1.35")
 
 
 def policy_check():
@@ -145,6 +149,15 @@ def policy_check():
     for path in sorted((DEPLOY / "policy").glob("*.yaml")):
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
         validate_schema(path.relative_to(ROOT).as_posix(), docs, POLICIES_FROM)
+    # The variant for 1.34 and 1.35, made as the policy's header says.
+    path = DEPLOY / "policy" / "wait-for-idp.yaml"
+    sed = "s#^apiVersion: admissionregistration.k8s.io/v1$#&beta1#"
+    check("wait-for-idp.yaml's header gives the v1beta1 sed line", f"sed '{sed}'" in path.read_text())
+    out = subprocess.run(["sed", sed, str(path)], capture_output=True, text=True, check=True).stdout
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    check("the v1beta1 variant names v1beta1 in each document",
+          all(d["apiVersion"] == "admissionregistration.k8s.io/v1beta1" for d in docs), str([d["apiVersion"] for d in docs]))
+    validate_schema("deploy/policy/wait-for-idp.yaml as v1beta1 (sed)", docs, BETA_POLICIES)
 
 
 def validate_schema(where, docs, versions):
@@ -203,6 +216,11 @@ def restricted_problems(pod, container, operational=True):
     return problems
 
 
+# ConfigMaps that a recipe has its user make (in no rendering), as its command makes them:
+# token-proxy-jwks.yaml's api-server-issuer, from the API server's own discovery document.
+MADE_BY_THE_USER = {"api-server-issuer": {"issuer": "https://oidc.eks.example.test/id/0123456789ABCDEF"}}
+
+
 # The address the kubelet gives status.podIP in these checks.
 POD_IP = "10.244.0.7"
 
@@ -230,7 +248,9 @@ def gate_invocation(container, configmaps, ca, token):
         elif (item["valueFrom"].get("fieldRef") or {}).get("fieldPath") == "status.podIP":
             env[item["name"]] = POD_IP
         elif "valueFrom" in item:
-            env[item["name"]] = "placeholder-from-valueFrom"
+            ref = item["valueFrom"].get("configMapKeyRef") or {}
+            data = configmaps.get(ref.get("name")) or MADE_BY_THE_USER.get(ref.get("name")) or {}
+            env[item["name"]] = data.get(ref.get("key"), "placeholder-from-valueFrom")
     argv = [expand(a, env) for a in list(container.get("command") or []) + list(container.get("args") or [])]
     # The gate named as the container's command (its image is the workload's, the gate copied
     # in): the program is not one of its arguments.

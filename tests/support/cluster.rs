@@ -31,6 +31,10 @@ use std::time::{Duration, Instant};
 
 /// The API server, as every client in the tests reaches it.
 pub const API_SERVER: &str = "https://127.0.0.1:6443";
+/// The API server's service-account issuer (tests/real/cluster/cluster.sh): neither kubeadm's
+/// `https://kubernetes.default.svc.cluster.local` nor the API server's own URL, as on EKS, GKE or
+/// AKS. Only ever compared as text: nothing dials it.
+pub const SA_ISSUER: &str = "https://oidc.cluster.test/id/wait-for-idp";
 /// The node's name (its host name, which resolves to 127.0.0.1 everywhere).
 pub const NODE: &str = "localhost";
 /// The kubelet's crash-loop back-off cap in the suite: scenarios that do not measure the

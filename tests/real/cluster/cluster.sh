@@ -20,6 +20,10 @@
 # (a duration such as 2s; empty: the kubelet's default, 10 s doubling to 5 min), WFI_CLUSTER_LOCK
 # the lock file (/tmp/wait-for-idp-cluster.lock).
 #
+# The API server's service-account issuer is https://oidc.cluster.test/id/wait-for-idp (SA_ISSUER,
+# not a URL it serves), and it also serves admissionregistration.k8s.io/v1beta1 (the
+# MutatingAdmissionPolicy of Kubernetes 1.34 and 1.35, for deploy/policy's variant).
+#
 # Network: every component listens on 127.0.0.1, the service range is inside 127.0.0.0/8, the node
 # runs host-network pods only (a loopback-only CNI configuration, never invoked for them), and the
 # API server reaches the kubelet by the node's host name, which is `localhost`. The kubelet refuses
@@ -28,6 +32,10 @@ set -uo pipefail
 BIN=$1 IMAGES=$2 W=$3
 LOCK=${WFI_CLUSTER_LOCK:-/tmp/wait-for-idp-cluster.lock}
 NODE=localhost
+# The service-account issuer: neither kubeadm's (https://kubernetes.default.svc.cluster.local) nor
+# the API server's own URL, as on EKS, GKE or AKS, so that a recipe which names either fails here.
+# Only ever compared as text: nothing dials it (--service-account-jwks-uri stays the API server's).
+SA_ISSUER=https://oidc.cluster.test/id/wait-for-idp
 CGROUP_ROOT=wait-for-idp
 export PATH=$BIN:/usr/sbin:/usr/bin:/sbin:/bin
 SOCK=$W/run/containerd/containerd.sock
@@ -52,9 +60,10 @@ cmdline() { # cmdline NAME: the command that runs component NAME
       --bind-address=127.0.0.1 --secure-port=6443 --advertise-address=127.0.0.1 \
       --endpoint-reconciler-type=none --service-cluster-ip-range=127.0.100.0/24 \
       --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
-      --client-ca-file="$pki/ca.crt" --service-account-issuer=https://127.0.0.1:6443 \
+      --client-ca-file="$pki/ca.crt" --service-account-issuer=$SA_ISSUER \
       --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
       --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction,PodSecurity \
+      --runtime-config=admissionregistration.k8s.io/v1beta1=true \
       --allow-privileged=true --kubelet-preferred-address-types=Hostname \
       --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" \
       --kubelet-client-key="$pki/apiserver-kubelet-client.key" ;;
