@@ -307,6 +307,84 @@ fn helm_values_give_proxy_and_gate_one_issuer_through_layered_files_and_set() {
     }
 }
 
+/// What the rendered Deployment gives each container for a private CA: (the proxy's
+/// OAUTH2_PROXY_PROVIDER_CA_FILES, the gate's from its ConfigMap, the proxy's mount of the
+/// `provider-ca` volume, the gate's, and the volume's ConfigMap source).
+fn private_ca_rendered(docs: &[serde_json::Value]) -> (String, String, String, String, serde_json::Value) {
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").expect("a Deployment");
+    let spec = &deployment["spec"]["template"]["spec"];
+    let proxy = &spec["containers"][0];
+    let gate = spec["initContainers"].as_array().unwrap().iter().find(|c| c["name"] == "wait-for-idp").unwrap();
+    let env = proxy["env"].as_array().unwrap().iter().find(|e| e["name"] == "OAUTH2_PROXY_PROVIDER_CA_FILES");
+    let proxy_files = env.expect("the proxy's OAUTH2_PROXY_PROVIDER_CA_FILES")["value"].as_str().unwrap().to_string();
+    let map_name = &gate["envFrom"][0]["configMapRef"]["name"];
+    let map = docs.iter().find(|d| d["kind"] == "ConfigMap" && &d["metadata"]["name"] == map_name).unwrap();
+    let gate_files =
+        map["data"]["OAUTH2_PROXY_PROVIDER_CA_FILES"].as_str().expect("in the gate's ConfigMap").to_string();
+    let mount = |c: &serde_json::Value| {
+        let mounts = c["volumeMounts"].as_array().cloned().unwrap_or_default();
+        let m = mounts.iter().find(|m| m["name"] == "provider-ca").cloned().unwrap_or_default();
+        assert!(m.is_null() || m["readOnly"] == true, "{m}");
+        m["mountPath"].as_str().unwrap_or("none").to_string()
+    };
+    let volume = spec["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "provider-ca").expect("the volume");
+    (proxy_files, gate_files, mount(proxy), mount(gate), volume["configMap"].clone())
+}
+
+/// Issue 36 ask 1: a private CA is one value (`providerCa.configMap`, the key beside it), which
+/// gives the proxy and the gate the same CA file at the same path, through a layered values file
+/// and `--set` alike; left empty, both variables are empty (read as unset by both programs) and
+/// the volume an optional stand-in, so a chart without a private CA renders and starts as before.
+#[test]
+#[ignore = "needs helm and python3 with PyYAML; the test command installs them"]
+fn helm_values_give_proxy_and_gate_one_private_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let staging = dir.path().join("staging.yaml");
+    std::fs::write(&staging, "providerCa:\n  configMap: staging-ca\n  key: bundle.pem\n").unwrap();
+    let at = "/etc/provider-ca/ca.crt".to_string();
+    let mounted = "/etc/provider-ca".to_string();
+    for values in ["deploy/helm/oauth2-proxy-values.yaml", "deploy/helm/oauth2-proxy-sidecar-values.yaml"] {
+        let base = repo_root().join(values);
+        let base = base.to_str().unwrap();
+        let (proxy, gate, proxy_mount, gate_mount, volume) = private_ca_rendered(&helm_template(&["-f", base]));
+        assert_eq!((proxy, gate), (String::new(), String::new()), "{values} alone: no CA file named");
+        assert_eq!((&proxy_mount, &gate_mount), (&mounted, &mounted), "{values}: both mount the volume");
+        let stand_in = serde_json::json!({"name": "oauth2-proxy-oidc", "items": [{"key": "ca.crt", "path": "ca.crt"}], "optional": true});
+        assert_eq!(volume, stand_in, "{values} alone");
+        let set = helm_template(&["-f", base, "--set", "providerCa.configMap=idp-ca"]);
+        let (proxy, gate, _, _, volume) = private_ca_rendered(&set);
+        assert_eq!((&proxy, &gate), (&at, &at), "{values} --set providerCa.configMap=idp-ca: (proxy, gate)");
+        assert_eq!(volume["name"], "idp-ca");
+        assert_eq!(volume["items"], serde_json::json!([{"key": "ca.crt", "path": "ca.crt"}]));
+        let layered = helm_template(&["-f", base, "-f", staging.to_str().unwrap()]);
+        let (proxy, gate, proxy_mount, gate_mount, volume) = private_ca_rendered(&layered);
+        assert_eq!((&proxy, &gate), (&at, &at), "{values} then staging.yaml: (proxy, gate)");
+        assert_eq!((&proxy_mount, &gate_mount), (&mounted, &mounted));
+        assert_eq!(volume["name"], "staging-ca");
+        assert_eq!(volume["items"], serde_json::json!([{"key": "bundle.pem", "path": "ca.crt"}]));
+    }
+}
+
+/// A mounted CA that exists only in the pod: deploy/dry-run-gates says which `--file` to give,
+/// and with it the gate is accepted.
+#[test]
+#[ignore = "needs python3 with PyYAML and helm; the test command installs them"]
+fn dry_run_gates_names_the_file_to_give_for_a_mounted_ca() {
+    let chart = repo_root().join("tests/deploy/chart");
+    let args = ["template", "t", chart.to_str().unwrap(), "-f", "deploy/helm/oauth2-proxy-values.yaml"];
+    let rendered = output_of(&tool("helm"), &[&args[..], &["--set", "providerCa.configMap=idp-ca"]].concat());
+    let (code, out) = dry_run_gates(&[], &rendered);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("OAUTH2_PROXY_PROVIDER_CA_FILES"), "the gate's own message: {out}");
+    let hint = "hint: /etc/provider-ca/ca.crt is mounted in the pod (volume 'provider-ca'), not here: give a stand-in \
+                with --file /etc/provider-ca/ca.crt=LOCAL_FILE";
+    assert!(out.contains(hint), "{out}");
+    let ca = TestCa::new();
+    let file = format!("/etc/provider-ca/ca.crt={}", ca.pem_path.display());
+    let (code, out) = dry_run_gates(&["--file", &file], &rendered);
+    assert_eq!(code, 0, "{out}");
+}
+
 /// The example overlays name the registry in an `images:` entry, so the component (which is
 /// never edited) renders no YOUR_REGISTRY.
 #[test]
@@ -355,7 +433,14 @@ fn dry_run_gates_accepts_every_gate_the_kit_renders() {
     manifests.sort();
     let ca_file = format!("/var/run/secrets/wait-for-idp/ca.crt={}", ca.pem_path.display());
     let token_file = format!("/var/run/secrets/wait-for-idp/token={}", token.display());
-    let mut args = vec!["--file", &ca_file, "--file", &token_file];
+    // The ConfigMap token-proxy-jwks.yaml has its user make, as its command would.
+    let made = dir.path().join("api-server-issuer.yaml");
+    std::fs::write(
+        &made,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: api-server-issuer}\ndata: {issuer: \"https://oidc.example.test/id/0123\"}\n",
+    )
+    .unwrap();
+    let mut args = vec!["--file", &ca_file, "--file", &token_file, made.to_str().unwrap()];
     args.extend(manifests.iter().map(String::as_str));
     let (code, out) = dry_run_gates(&args, "");
     assert_eq!(code, 0, "{out}");
