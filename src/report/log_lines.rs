@@ -112,29 +112,12 @@ impl log::Log for Capped {
     }
 }
 
-/// `2026-12-01T06:25:02.123Z`: RFC 3339 in UTC, to the millisecond, from the system clock (a
-/// clock before 1970 gives the epoch). Written by hand: httpdate writes RFC 7231's form.
+/// `2026-12-01T06:25:02.123Z`: RFC 3339 in UTC, to the millisecond, as humantime (a dependency
+/// already) writes it. A clock before 1970 gives the epoch, and one past the year 9999 its last
+/// second: humantime cannot write either (it panics on the one, fails on the other).
 pub(crate) fn rfc3339(t: SystemTime) -> String {
-    let since = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (never negative here).
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60,
-        since.subsec_millis()
-    )
+    let last = SystemTime::UNIX_EPOCH + Duration::from_secs(253_402_300_799);
+    humantime::format_rfc3339_millis(t.clamp(SystemTime::UNIX_EPOCH, last)).to_string()
 }
 
 /// How long the same failure may go unmentioned at info level, however it repeats.
@@ -278,6 +261,9 @@ mod tests {
         assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
         assert_eq!(at(1_798_784_702, 123), "2027-01-01T06:25:02.123Z");
         assert_eq!(at(4_107_542_399, 999), "2100-02-28T23:59:59.999Z");
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH - Duration::from_secs(1)), "1970-01-01T00:00:00.000Z");
+        let far = SystemTime::UNIX_EPOCH + Duration::from_secs(300_000_000_000);
+        assert_eq!(rfc3339(far), "9999-12-31T23:59:59.000Z");
         let date = httpdate::fmt_http_date(SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_570_302));
         assert_eq!(
             (date.as_str(), at(1_764_570_302, 0).as_str()),
