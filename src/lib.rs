@@ -9,8 +9,8 @@
 //! never one below, and imports within a layer form no cycle. `tests/structure.rs` reads this
 //! list and checks every `crate::` path in `src/` against it.
 //!
-//! 1. url, human, progress, screen_text, secret_forms, token — URL handling; durations for people; a fetch's
-//!    stage; server text made safe to show; the forms a server echoes a secret in; the token file
+//! 1. url, human, progress, screen_text, base64, secret_forms, token — URL handling; durations for people; a
+//!    fetch's stage; server text made safe to show; base64; the forms a server echoes a secret in; the token file
 //! 2. rules — the document rules by specification: authorization server, protected resource, JWK Set (pure)
 //! 3. settings, config — every setting in one table; the validated configuration, read in one pass
 //! 4. net — the network: TLS, proxies, one bounded, verified GET
@@ -72,6 +72,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod app;
+mod base64;
 mod config;
 #[doc(hidden)]
 pub mod fuzz_checks;

@@ -23,7 +23,7 @@ pub(crate) fn patterns(secret: &str) -> Vec<Vec<u8>> {
         for k in 0..3 {
             let mut bytes = vec![0; k];
             bytes.extend_from_slice(secret.as_bytes());
-            let encoded = base64(&bytes);
+            let encoded = crate::base64::encode(&bytes);
             let core = encoded[(8 * k).div_ceil(6)..8 * bytes.len() / 6].to_vec();
             let url_safe = core
                 .iter()
@@ -37,19 +37,6 @@ pub(crate) fn patterns(secret: &str) -> Vec<Vec<u8>> {
         }
     }
     forms
-}
-
-/// Standard base64 without padding.
-pub(crate) fn base64(bytes: &[u8]) -> Vec<u8> {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = Vec::with_capacity(bytes.len() * 4 / 3 + 3);
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]);
-        }
-    }
-    out
 }
 
 /// The byte ranges of `text` where one of `patterns` appears in any form, left to right, not
@@ -157,7 +144,7 @@ mod tests {
 
     /// Standard base64 with padding, as a server would echo it.
     fn b64(bytes: &[u8]) -> String {
-        let mut s = String::from_utf8(base64(bytes)).unwrap();
+        let mut s = String::from_utf8(crate::base64::encode(bytes)).unwrap();
         while !s.len().is_multiple_of(4) {
             s.push('=');
         }

@@ -139,11 +139,7 @@ pub(crate) fn remember_proxy_credentials(user: &str, password: &str) {
 
 /// `user:password` in standard base64 with padding, as `Basic` sends it (Go's `basicAuth`).
 pub(crate) fn basic_credentials(user: &str, password: &str) -> String {
-    let mut out = String::from_utf8(secret_forms::base64(format!("{user}:{password}").as_bytes())).unwrap_or_default();
-    while !out.len().is_multiple_of(4) {
-        out.push('=');
-    }
-    out
+    crate::base64::encode_padded(format!("{user}:{password}").as_bytes())
 }
 
 fn remember(secret: &str, replacement: &'static str) {

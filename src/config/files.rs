@@ -80,7 +80,7 @@ impl Anchors {
     fn add_pem(&mut self, body: &[u8]) -> Option<[u8; 32]> {
         let text = certificate_digest(body);
         if !self.pem_texts.contains(&text) {
-            self.add(&CertificateDer::from(base64(body)?)).ok()?;
+            self.add(&CertificateDer::from(crate::base64::decode(body)?)).ok()?;
             self.pem_texts.insert(text);
         }
         Some(text)
@@ -167,47 +167,6 @@ fn find(text: &[u8], what: &[u8]) -> Option<usize> {
     None
 }
 
-/// Standard base64 with padding, whitespace ignored, as Go's `pem.Decode` reads a block's body. A
-/// system store holds hundreds of certificates: this is a plain decoder (rustls's is constant-time,
-/// as private keys need, and several times slower), for public data.
-fn base64(text: &[u8]) -> Option<Vec<u8>> {
-    /// Each byte's value, or SKIP (whitespace), PAD or BAD.
-    const SKIP: u8 = 64;
-    const PAD: u8 = 65;
-    const BAD: u8 = 66;
-    const TABLE: [u8; 256] = {
-        let mut table = [BAD; 256];
-        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut i = 0;
-        while i < 64 {
-            table[alphabet[i] as usize] = i as u8;
-            i += 1;
-        }
-        (table[b' ' as usize], table[b'\t' as usize], table[b'\r' as usize], table[b'\n' as usize]) =
-            (SKIP, SKIP, SKIP, SKIP);
-        table[b'=' as usize] = PAD;
-        table
-    };
-    let mut out = Vec::with_capacity(text.len() / 4 * 3);
-    let (mut acc, mut bits, mut digits, mut padding) = (0u32, 0u32, 0usize, 0usize);
-    for &c in text {
-        match TABLE[usize::from(c)] {
-            SKIP => {}
-            PAD => padding += 1,
-            BAD => return None,
-            _ if padding > 0 => return None,
-            value => {
-                (acc, bits, digits) = ((acc << 6 | u32::from(value)) & 0xffff, bits + 6, digits + 1);
-                if bits >= 8 {
-                    bits -= 8;
-                    out.push((acc >> bits) as u8);
-                }
-            }
-        }
-    }
-    (digits % 4 != 1 && padding == (4 - digits % 4) % 4).then_some(out)
-}
-
 /// Every file of a directory, not recursive, as Go reads an `SSL_CERT_DIR` entry: what cannot be
 /// read is skipped, and so is a symbolic link to a name in the same directory (a hash link such
 /// as `5ad8a5d6.0`: a second copy of a file read anyway), without reading it. How many
@@ -275,7 +234,8 @@ mod tests {
         let broken = pem[1].replacen('M', "!", 1);
         let with_header = pem[1].replacen("-----\n", "-----\nProc-Type: 4,ENCRYPTED\n\n", 1);
         let text = format!("prose\n{}{broken}{with_header}{}\r\n{}", pem[0], key.serialize_pem(), pem[2]);
-        let read = |text: &str| -> Vec<Vec<u8>> { pem_bodies(text.as_bytes()).filter_map(base64).collect() };
+        let read =
+            |text: &str| -> Vec<Vec<u8>> { pem_bodies(text.as_bytes()).filter_map(crate::base64::decode).collect() };
         assert_eq!(read(&text), [certs[0].der().to_vec(), certs[2].der().to_vec()]);
         assert_eq!(read(&pem[0].replace('\n', "\r\n")), [certs[0].der().to_vec()]);
         assert_eq!(read(&pem[0][..pem[0].len() - 10]), Vec::<Vec<u8>>::new(), "unterminated");
@@ -285,16 +245,5 @@ mod tests {
         let found: Vec<_> =
             pem_bodies(format!("{}{rewrapped}", pem[0]).as_bytes()).filter_map(|body| anchors.add_pem(body)).collect();
         assert_eq!((found.len(), anchors.anchors.len(), anchors.digests.len()), (2, 1, 1));
-    }
-
-    #[test]
-    fn base64_is_standard_with_padding() {
-        assert_eq!(base64(b"TWFu"), Some(b"Man".to_vec()));
-        assert_eq!(base64(b"TWE=\n"), Some(b"Ma".to_vec()));
-        assert_eq!(base64(b"TQ=="), Some(b"M".to_vec()));
-        assert_eq!(base64(b""), Some(Vec::new()));
-        for bad in [&b"TWE"[..], b"TQ=", b"T===", b"TW=u", b"TWF-"] {
-            assert_eq!(base64(bad), None, "{}", String::from_utf8_lossy(bad));
-        }
     }
 }
