@@ -402,8 +402,7 @@ fn cold_boot_once(k: &Cluster, gate: &str) -> (ColdBoot, ColdBoot) {
                 back_off.map(|e| e["count"].as_u64().unwrap_or(1)).sum::<u64>()
             })
             .unwrap_or(0);
-        let (wall, at) = r.serving.unwrap();
-        let _ = wall;
+        let (_, at) = r.serving.unwrap();
         ColdBoot {
             gated: r.gated,
             restarts: container["restartCount"].as_u64().unwrap(),

@@ -535,7 +535,8 @@ fn gate_verdict(env: &[(String, String)]) -> (bool, String) {
             (false, format!("({class}) {}", short(failure["message"].as_str().unwrap_or("?"))))
         }
         (Some(1), None) => (false, format!("(no JSON report) {}", last_line())),
-        (Some(2), _) => (false, format!("refused: {}", short(r.stderr.lines().next().unwrap_or("")))),
+        // A configuration refused is no verdict on the server: it agrees with no client (issue 37).
+        (Some(2), _) => panic!("the gate refused the configuration (exit 2) for {env:?}: no verdict:\n{}", r.stderr),
         (code, _) => panic!("the gate exited {code:?} for {env:?}:\n{}", r.stderr),
     }
 }

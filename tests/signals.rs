@@ -19,6 +19,7 @@ fn sigterm_is_reported_as_interrupted_in_the_json() {
     while p.count() < 2 && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(10));
     }
+    assert!(p.count() >= 2, "the gate never made two attempts");
     assert!(std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(143));
@@ -52,7 +53,8 @@ fn sigterm_as_pid_1_ends_the_wait_promptly() {
     while p.count() == 0 && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    std::thread::sleep(Duration::from_millis(100));
+    // The gate made its first attempt: it runs, under unshare, as PID 1 inside.
+    assert!(p.count() > 0, "the gate never made its first attempt");
     let children = std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id())).unwrap();
     let pid: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
     let status_line = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -154,6 +156,7 @@ fn a_signal_the_parent_ignored_does_not_end_the_wait() {
         while p.count() < n && start.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(10));
         }
+        assert!(p.count() >= n, "the gate made {} attempt(s), not {n}", p.count());
     };
     attempts(1);
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
