@@ -48,11 +48,12 @@ FROM ${BIN_STAGE} AS bin
 FROM scratch
 # deploy/push-image sets these: the commit, and SOURCE_DATE_EPOCH (default: the commit's time)
 # in RFC 3339, never the build's own clock, so a rebuild of the same commit is the same image. A
-# plain build says "unknown" and the epoch (as ko does) rather than a time that would differ.
+# plain build says "unknown" and the epoch (as ko does) rather than a time that would differ, and
+# "unknown" for its source rather than an example URL (deploy/push-image gives the repository's).
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 ARG CREATED=1970-01-01T00:00:00Z
-ARG IMAGE_SOURCE=https://github.com/example/wait-for-idp
+ARG IMAGE_SOURCE=unknown
 LABEL org.opencontainers.image.title="wait-for-idp" \
       org.opencontainers.image.description="Init container that waits until an OpenID Connect issuer really serves its metadata" \
       org.opencontainers.image.version="${VERSION}" \

@@ -230,6 +230,9 @@ fn assert_labels(image: &serde_json::Value, arch: &str) {
     assert_eq!(labels["org.opencontainers.image.revision"], head_commit().as_str(), "{labels}");
     assert_eq!(labels["org.opencontainers.image.version"], crate_version().as_str(), "{labels}");
     assert_eq!(labels["org.opencontainers.image.licenses"], "Apache-2.0", "{labels}");
+    // The checkout's origin as an https URL without credentials, or "unknown": never an example.
+    let source = labels["org.opencontainers.image.source"].as_str().unwrap_or_default();
+    assert!(source == "unknown" || (source.starts_with("https://") && !source.contains('@')), "{labels}");
     // The image config's own creation time is the same instant, not the build's clock.
     let created = image["Created"].as_str().unwrap();
     assert!(created.starts_with("2023-11-14T22:13:20"), "Created {created}");
@@ -340,6 +343,7 @@ fn plain_build(storage: &Storage) {
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()[0].clone()
     };
     assert_eq!(image["Labels"]["org.opencontainers.image.revision"], "unknown", "{}", image["Labels"]);
+    assert_eq!(image["Labels"]["org.opencontainers.image.source"], "unknown", "{}", image["Labels"]);
 }
 
 /// Without REGISTRY_TLS_VERIFY=false a push to a plain-HTTP registry cannot happen: push-image
