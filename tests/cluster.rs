@@ -634,6 +634,10 @@ fn the_api_servers_own_issuer_through_a_restart() {
     assert_eq!(gate_ended["exitCode"], 0, "{gated}");
     let message = gate_ended["message"].as_str().unwrap_or_default();
     assert!(message.starts_with(&format!("ready: {SA_ISSUER} after")), "the API server's own issuer: {gated}");
+    // Judged as the token verifier it guards (--client go-oidc): no warning about the login
+    // endpoint no API server serves (issue 36 ask 4).
+    let log = k.kubectl_ok(&["-n", gate, "logs", "deploy/token-proxy", "-c", "wait-for-idp"], None);
+    assert!(log.contains("ready") && !log.contains("usual member"), "{log}");
     // Without it: the node's restart and at least one crash on the missing JWKS.
     assert!(after[1] - before[1] >= 2, "without the gate the consumer crash-loops: {}", consumer(nogate));
     k.assert_loopback_only();
