@@ -385,6 +385,30 @@ fn dry_run_gates_names_the_file_to_give_for_a_mounted_ca() {
     assert_eq!(code, 0, "{out}");
 }
 
+/// docs/deploy.md's update of the policy's image (issue 36 ask 2), run as written but for
+/// `kubectl apply`: the digest reference lands in the injected container and nowhere else.
+#[test]
+fn the_documented_image_update_changes_the_policys_one_image() {
+    let docs = read("docs/deploy.md");
+    let line = docs.lines().map(str::trim).find(|l| l.starts_with("sed \"s#image:")).expect("docs/deploy.md's update");
+    let command = line.strip_suffix(" | kubectl apply -f -").expect("the update pipes to kubectl apply");
+    assert!(docs.contains("IMAGE=$(deploy/push-image "), "the update takes the reference push-image prints");
+    let image = format!("registry.example.com/platform/wait-for-idp:0.1.1@sha256:{}", "ab".repeat(32));
+    let out = std::process::Command::new("bash")
+        .args(["-c", command])
+        .env("IMAGE", &image)
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+    let (before, after) = (read("deploy/policy/wait-for-idp.yaml"), String::from_utf8(out.stdout).unwrap());
+    let changed: Vec<_> = before.lines().zip(after.lines()).filter(|(b, a)| b != a).collect();
+    assert_eq!(before.lines().count(), after.lines().count());
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert_eq!(changed[0].1.trim(), format!("image: \"{image}\""), "{changed:?}");
+    assert_eq!(yaml_documents(&after).len(), 3, "the policy and its two bindings");
+}
+
 /// The example overlays name the registry in an `images:` entry, so the component (which is
 /// never edited) renders no YOUR_REGISTRY.
 #[test]
