@@ -181,6 +181,10 @@ fn kubernetes_api_server_document_passes_without_strict_only() {
     let r = run_args(gate_for(&ca, &iss), &["--once"]);
     assert_exit(&r, 0);
     assert_logged(&r, &["usual member(s) missing: authorization_endpoint"]);
+    // A token verifier (go-oidc) reads no login endpoint: nothing to warn about (issue 36 ask 4).
+    let r = run_args(gate_for(&ca, &iss), &["--once", "--client", "go-oidc"]);
+    assert_exit(&r, 0);
+    assert!(!r.stderr.contains("usual member"), "{}", r.stderr);
     let r = run_args(gate_for(&ca, &iss), &["--once", "--strict"]);
     assert_exit(&r, 1);
     assert_logged(&r, &["missing-field: --strict: REQUIRED member(s) missing: authorization_endpoint"]);

@@ -4,7 +4,9 @@
 //! - `any`: today's rules, the specification's (the default);
 //! - `oauth2-proxy` and `go-oidc`: the same rules (oauth2-proxy's discovery and go-oidc's
 //!   `oidc.NewProvider` check the issuer and read the members; both are on Go's default client,
-//!   which has no timeout, so an attempt is bounded only by the time left);
+//!   which has no timeout, so an attempt is bounded only by the time left); go-oidc, a token
+//!   verifier (the API server's service-account consumers), reads no login endpoint, so a
+//!   missing one draws no "usual member(s) missing" warning;
 //! - `toolhive`: ToolHive's embedded auth server's OIDC upstream (v0.47.0,
 //!   `pkg/authserver/upstream/oidc.go` `NewOIDCProvider` and `validateDiscoveryDocument`,
 //!   `pkg/networking`'s host-scoped client): https unless the issuer's host is loopback; the

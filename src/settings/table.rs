@@ -84,7 +84,7 @@ pub(crate) const SETTINGS: &[Setting] = &[
         parser: Parser::Choice(Client::words),
         group: Target,
         brief: "Judge as this client does",
-        help: "The client the gate guards, whose own rules and time limit apply: any (the specification's), oauth2-proxy or go-oidc (no time limit of their own: an attempt may use all the time left), toolhive (ToolHive's embedded auth server upstream: https unless loopback, its required members and endpoint schemes, private addresses refused, 10s an attempt). Its refusals are final: waiting cannot change them",
+        help: "The client the gate guards, whose own rules and time limit apply: any (the specification's), oauth2-proxy or go-oidc (no time limit of their own: an attempt may use all the time left; go-oidc, a token verifier, needs no login endpoint), toolhive (ToolHive's embedded auth server upstream: https unless loopback, its required members and endpoint schemes, private addresses refused, 10s an attempt). Its refusals are final: waiting cannot change them",
         ..SWITCH
     },
     Setting {
