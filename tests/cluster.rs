@@ -428,7 +428,7 @@ fn cold_boot_once(k: &Cluster, gate: &str) -> (ColdBoot, ColdBoot) {
 }
 
 /// Keycloak 26.7.3 in dev mode, cold, serving HTTPS on `port` with a leaf of `ca`.
-fn start_keycloak_on(ca: &TestCa, port: u16, dir: &Path) -> Keycloak {
+pub fn start_keycloak_on(ca: &TestCa, port: u16, dir: &Path) -> Keycloak {
     let keycloak = Keycloak::start_on(ca, KeycloakMode::Dev, dir, port);
     assert_eq!(keycloak.https_port, port);
     keycloak
@@ -621,12 +621,32 @@ fn the_api_servers_own_issuer_through_a_restart() {
     }
     let after: Vec<u64> = deployed.iter().map(|(ns, _, _)| restarts(&consumer(&ns.name))).collect();
     let delay = started[0].unwrap().duration_since(jwks_serving).as_secs_f64();
+    let back_offs: Vec<u64> = deployed
+        .iter()
+        .map(|(ns, _, _)| {
+            let pod = consumer(&ns.name);
+            crate::cluster_toolhive::back_off_events(&k, &ns.name, pod["metadata"]["name"].as_str().unwrap())
+        })
+        .collect();
+    let without_delay = started[1].unwrap().saturating_duration_since(jwks_serving).as_secs_f64();
     eprintln!(
-        "API server's issuer: with the gate {} restart(s), the consumer serving {delay:.2} s after the JWKS; without it {} restart(s), serving {:.2} s after",
+        "API server's issuer: with the gate {} restart(s), the consumer serving {delay:.2} s after the JWKS; without it {} restart(s), serving {without_delay:.2} s after",
         after[0] - before[0],
         after[1] - before[1],
-        started[1].unwrap().saturating_duration_since(jwks_serving).as_secs_f64()
     );
+    let backoff = k
+        .max_restart_period()
+        .map_or("the kubelet's default back-off".to_string(), |p| format!("maxContainerRestartPeriod {p}"));
+    let report = format!(
+        "The API server's JWKS consumer through the API server's restart, real kubelet ({backoff}), 1 run:\n\n\
+         | | restarts (the node's own included) | back-off events | JWKS serving → consumer serving |\n|---|---|---|---|\n\
+         | without the gate | {} | {} | {without_delay:.2} s |\n| with the gate | {} | {} | {delay:.2} s |\n",
+        after[1] - before[1],
+        back_offs[1],
+        after[0] - before[0],
+        back_offs[0],
+    );
+    std::fs::write(Path::new(env!("CARGO_TARGET_TMPDIR")).join("cluster-coldboot-jwks.md"), &report).unwrap();
     // With the gate: the node's own restart of the pod, and no other.
     assert_eq!(after[0] - before[0], 1, "with the gate the consumer must start once: {}", consumer(gate));
     let gated = consumer(gate);

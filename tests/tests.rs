@@ -11,6 +11,7 @@ mod support;
 
 mod admission;
 mod cluster;
+mod cluster_toolhive;
 mod completions;
 mod compose;
 mod conclusive;
