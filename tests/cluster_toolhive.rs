@@ -560,7 +560,10 @@ fn the_toolhive_policy_gates_the_runner_pods_that_ask_and_only_those() {
             json!({"wait-for-idp/issuer": issuer, "wait-for-idp/ca-secret": "corp-ca", "wait-for-idp/ca-key": "root.pem"}),
         ),
     ] {
-        let pod = template_as_pod(&runner(Workload::McpRemoteProxy, annotations, &asked), &format!("ca-{}", kind.to_lowercase()));
+        let pod = template_as_pod(
+            &runner(Workload::McpRemoteProxy, annotations, &asked),
+            &format!("ca-{}", kind.to_lowercase()),
+        );
         let pod = stored(&k, &ns.name, &pod);
         let gate = &pod["spec"]["initContainers"][0];
         assert_eq!(env_of(gate)[2], ("WAIT_FOR_IDP_CA_FILE".to_string(), json!("/etc/wait-for-idp/ca/ca.crt")));

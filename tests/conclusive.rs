@@ -64,20 +64,6 @@ fn keycloak_s_base_url_ends_the_wait_and_a_realm_not_created_yet_does_not() {
     assert_eq!(r.json()["issuers"][0]["verdict"], "attempts-exhausted", "{}", r.log());
 }
 
-/// Issue 36 §6: `--metadata oauth` against Keycloak asks RFC 8414's location, the well-known
-/// inserted before `/realms/x`, which Keycloak routes nowhere (its 404 body, as measured for a
-/// base URL): said with the fix, and final, not "the realm may not be imported yet".
-#[test]
-fn keycloak_under_metadata_oauth_ends_the_wait_naming_oidc_or_auto() {
-    let ca = TestCa::new();
-    let unrouted = reply(|_, _| Reply::json(404, r#"{"error":"Unable to find matching target resource method"}"#));
-    let keycloak = Provider::start(tls_mode(ca.leaf(&["localhost"])), unrouted);
-    let r = gate_json(&ca, &keycloak.issuer("/realms/x"), &["--metadata", "oauth"]);
-    assert_final(&r);
-    assert!(r.log().contains("use --metadata oidc or auto"), "{}", r.log());
-    assert!(!r.log().contains("imported"), "{}", r.log());
-}
-
 #[test]
 fn a_ca_file_that_does_not_sign_the_server_stays_transient() {
     let (ca, other) = (TestCa::new(), TestCa::new());

@@ -391,22 +391,12 @@ fn status_failure(fetched: &Fetched) -> Failure {
         ),
         _ => failure.hints.extend(status_hint(fetched).map(Into::into)),
     }
-    // Keycloak's answer for a path it routes nowhere: no start-up changes it, while a realm not
-    // created yet answers "Realm does not exist". A base URL without /realms/NAME; or RFC 8414's
-    // location, the well-known inserted before the realm's path, which Keycloak does not serve.
-    let unrouted = fetched.status == 404
-        && String::from_utf8_lossy(&fetched.body).contains("Unable to find matching target resource method");
-    let inserted =
-        url::split(&fetched.url).is_ok_and(|p| p.path.starts_with("/.well-known/oauth-authorization-server/"));
-    if unrouted && inserted && fetched.url.contains("/realms/") {
-        failure.conclusive = true;
-        failure.hints.clear();
-        failure.hints.push(
-            "Keycloak serves its metadata under the realm's own path (/realms/NAME/.well-known/…), not where RFC \
-             8414 inserts it: use --metadata oidc or auto"
-                .into(),
-        );
-    } else if unrouted && !fetched.url.contains("/realms/") {
+    // Keycloak's answer for a path it routes nowhere (a base URL without /realms/NAME): no
+    // start-up changes it, while a realm not created yet answers "Realm does not exist".
+    if fetched.status == 404
+        && !fetched.url.contains("/realms/")
+        && String::from_utf8_lossy(&fetched.body).contains("Unable to find matching target resource method")
+    {
         failure.conclusive = true;
         failure.hints.push("Keycloak serves an issuer's metadata only under /realms/NAME: name the realm".into());
     }
@@ -487,18 +477,6 @@ mod tests {
             url: "https://idp.example/.well-known/openid-configuration".into(),
             credentials: None,
         }
-    }
-
-    /// Issue 36 §6: `--metadata oauth` against Keycloak fetches RFC 8414's location (inserted
-    /// before the realm's path), which Keycloak routes nowhere: said, with the fix, and final;
-    /// not "the realm may not be imported yet".
-    #[test]
-    fn keycloak_under_metadata_oauth_names_oidc_or_auto() {
-        let keycloak = b"{\"error\":\"Unable to find matching target resource method\"}".to_vec();
-        let url = "https://kc.example/.well-known/oauth-authorization-server/realms/x".to_string();
-        let failure = usable_body(&Fetched { body: keycloak, url, ..fetched(404, None) }).unwrap_err();
-        assert!(failure.conclusive && hinted(&failure, "use --metadata oidc or auto"), "{failure:?}");
-        assert!(!hinted(&failure, "imported"), "{failure:?}");
     }
 
     /// Issue 36 §6: a 401 or 403 to credentials the gate sent is their refusal, said as such; to
