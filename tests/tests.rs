@@ -46,5 +46,6 @@ mod serve;
 mod shown;
 mod signals;
 mod structure;
+mod supply_chain;
 mod tls_trust;
 mod toolhive_parity;
