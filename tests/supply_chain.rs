@@ -274,4 +274,16 @@ fn supply_chain_push_sign_attest_verify_and_tampering_refused() {
     }
     // The original is still what was signed.
     assert!(verify(dir.path(), &public, &by_digest).0);
+
+    // Why each platform is signed too (sign-image's --recursive): a signature of the list alone
+    // (here with the other key) verifies the list, and not a platform's digest.
+    let other_key = dir.path().join("other.key");
+    let mut args = vec!["sign", "--key", other_key.to_str().unwrap(), "--tlog-upload=false", "--yes"];
+    args.extend(HTTP);
+    args.push(&by_digest);
+    let (ok, _, err) = cosign(dir.path(), &args);
+    assert!(ok, "cosign sign (the list alone): {err}");
+    assert!(verify(dir.path(), &other_public, &by_digest).0, "the list, signed by the other key");
+    let first = format!("{repo}@{}", list["manifests"][0]["digest"].as_str().unwrap());
+    assert!(!verify(dir.path(), &other_public, &first).0, "a platform verified by the list's signature alone");
 }
