@@ -93,11 +93,33 @@ fn supply_chain_sbom_lists_exactly_the_crates_linked_into_the_static_binary() {
             assert!(block.contains(&format!("checksum = \"{checksum}\"")), "{name} {version}: {block}");
         }
     }
+    assert!(
+        !licence_allowed("GPL-3.0-only") && !licence_allowed("MIT AND LGPL-2.1") && licence_allowed("GPL-2.0 OR MIT")
+    );
+    // What cargo deny check licenses would ask, for the crates the binary links: each licence
+    // expression allows this project's use under licences from a short permissive list.
+    for package in doc["packages"].as_array().unwrap() {
+        let expression = package["licenseDeclared"].as_str().unwrap();
+        assert!(licence_allowed(expression), "{}: licence {expression} is not on the allowed list", package["name"]);
+    }
     let relationships = doc["relationships"].as_array().unwrap();
     let described: Vec<_> = relationships.iter().filter(|r| r["relationshipType"] == "DESCRIBES").collect();
     assert_eq!(described.len(), 1, "one package described: the binary");
     assert!(described[0]["relatedSpdxElement"].as_str().unwrap().starts_with("SPDXRef-Package-wait-for-idp-"));
     assert_eq!(relationships.len(), listed.len(), "every crate linked: one STATIC_LINK each");
+}
+
+/// The permissive licences the binary may link (the image's licence is Apache-2.0).
+const ALLOWED_LICENCES: [&str; 8] =
+    ["Apache-2.0", "MIT", "ISC", "BSD-3-Clause", "0BSD", "Unlicense", "Zlib", "CDLA-Permissive-2.0"];
+
+/// An SPDX expression of ORs of ANDs (what the linked crates declare; `/` is the old OR): allowed
+/// when one alternative has only allowed licences. Parentheses and WITH are not expected: refused.
+fn licence_allowed(expression: &str) -> bool {
+    expression
+        .replace(" / ", " OR ")
+        .split(" OR ")
+        .any(|alternative| alternative.split(" AND ").all(|id| ALLOWED_LICENCES.contains(&id.trim())))
 }
 
 /// `cosign ARGS` against the plain-HTTP registry on loopback: (success, stdout, stderr).

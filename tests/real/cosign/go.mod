@@ -1,6 +1,7 @@
 // Builds cosign for the supply-chain test (tests/supply_chain.rs): sign, attest and verify what
 // deploy/push-image pushed to the loopback registry, with a key pair, from the module proxy,
-// unmodified. v2.6.5: the release line the release workflow's cosign-installer installs.
+// unmodified. v2.6.5, the v2 line's last here; the release workflow installs v3.0.6 (keyless): the
+// commands the suite runs are the ones v3 documents, but v3 with a key has not been run here.
 module waitforidp.test/cosign
 
 go 1.26.0
