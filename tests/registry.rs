@@ -25,14 +25,14 @@ const EPOCH: &str = "1700000000";
 const EPOCH_RFC3339: &str = "2023-11-14T22:13:20Z";
 
 /// A distribution registry on 127.0.0.1, storing into a temporary directory; killed on drop.
-struct Registry {
+pub(crate) struct Registry {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     _dir: tempfile::TempDir,
 }
 
 impl Registry {
-    fn start() -> Registry {
+    pub(crate) fn start() -> Registry {
         let found = Command::new("docker-registry").arg("--version").output().map(|o| o.status.success());
         assert!(
             found.unwrap_or(false),
@@ -70,7 +70,7 @@ impl Registry {
     }
 
     /// A plain HTTP/1.0 GET on loopback: status, headers (lower-case names) and body.
-    fn get(&self, path: &str, accept: &str) -> Option<HttpReply> {
+    pub(crate) fn get(&self, path: &str, accept: &str) -> Option<HttpReply> {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
         stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nAccept: {accept}\r\n\r\n", self.port).ok()?;
@@ -95,8 +95,8 @@ impl Drop for Registry {
     }
 }
 
-struct HttpReply {
-    status: u16,
+pub(crate) struct HttpReply {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
     body: String,
 }
@@ -110,12 +110,12 @@ impl HttpReply {
 /// Storage of its own for one side (pusher or puller), so what is pulled can only have come from
 /// the registry, and state of its own (no lock shared with the image tests running beside it);
 /// vfs, runc and cgroupfs as this machine needs.
-struct Storage {
+pub(crate) struct Storage {
     dir: tempfile::TempDir,
 }
 
 impl Storage {
-    fn new() -> Storage {
+    pub(crate) fn new() -> Storage {
         let dir = tempfile::tempdir().unwrap();
         let (graph, run) = (dir.path().join("graph"), dir.path().join("run"));
         std::fs::write(
@@ -139,7 +139,7 @@ impl Storage {
         Storage { dir }
     }
 
-    fn conf(&self, name: &str) -> PathBuf {
+    pub(crate) fn conf(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
@@ -192,7 +192,7 @@ fn head_commit() -> String {
 
 /// Pushes with `engine` to `reference`; returns the digest, checked against the last line of
 /// stdout, the --digest-file and the registry's own answer for the tag.
-fn push(registry: &Registry, storage: &Storage, engine: &str, reference: &str) -> String {
+pub(crate) fn push(registry: &Registry, storage: &Storage, engine: &str, reference: &str) -> String {
     let digest_file = storage.conf("digest");
     let started = Instant::now();
     let (code, stdout, stderr) =

@@ -47,5 +47,6 @@ mod serve;
 mod shown;
 mod signals;
 mod structure;
+mod supply_chain;
 mod tls_trust;
 mod toolhive_parity;
