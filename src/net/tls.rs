@@ -78,12 +78,9 @@ impl TlsSettings {
 }
 
 /// webpki's verification, with the anchors `trusted` chooses for the chain and the time, plus
-/// the server certificates it refuses that are themselves trusted ([`verify_pinned`]), and one
-/// case it refuses: a server certificate that is byte-identical
-/// to a trusted certificate beyond Mozilla's (a CA file's, `SSL_CERT_*`'s) but marked `CA:TRUE`
-/// (what `openssl req -x509` makes), which webpki calls `CaUsedAsEndEntity`. webpki checks the
-/// validity period before the CA flag, so that error means the dates were fine (a test holds
-/// this); the name and the extended key usage, which webpki checks after it, are checked here.
+/// the server certificates it refuses that are themselves trusted ([`verify_pinned`]), whatever
+/// it refused them for (an unknown signer, `CA:TRUE`, which webpki calls `CaUsedAsEndEntity`),
+/// and an untrusted `CA:TRUE` one said as such ([`refuse_ca_certificate`]).
 #[derive(Debug)]
 struct GateVerifier {
     algorithms: WebPkiSupportedAlgorithms,
@@ -104,13 +101,12 @@ impl ServerCertVerifier for GateVerifier {
         let verify = |anchors: &trusted::Anchors| {
             anchors.verify_at(now, |roots| {
                 match verify_server_cert_signed_by_trust_anchor(&cert, roots, intermediates, now, algorithms) {
-                    Err(e) if is_ca_used_as_end_entity(&e) => {
-                        let pinned = anchors.pinned.contains(&certificate_digest(end_entity));
-                        verify_ca_certificate(&cert, end_entity, server_name, pinned)
-                    }
+                    // A trusted certificate is trusted as itself, whatever webpki found (an
+                    // unknown signer, a CA flag): one rule for both, Go's.
                     Err(e) if anchors.pinned.contains(&certificate_digest(end_entity)) => {
                         verify_pinned(&cert, end_entity, server_name, now, e)
                     }
+                    Err(e) if is_ca_used_as_end_entity(&e) => refuse_ca_certificate(&cert, end_entity, server_name),
                     other => other,
                 }
             })
@@ -158,22 +154,17 @@ impl ServerCertVerifier for GateVerifier {
     }
 }
 
-/// A server certificate marked `CA:TRUE`, its dates good: accepted as Go accepts it, when it is
-/// itself trusted (`pinned`), for its name and for serving TLS (Go checks the name first, then
-/// finds the certificate among its roots, then the usage); otherwise refused, saying why.
-fn verify_ca_certificate(
+/// A server certificate marked `CA:TRUE`, its dates good, and not itself trusted: refused, saying
+/// why, after the name and the usage Go would check first.
+fn refuse_ca_certificate(
     cert: &ParsedCertificate<'_>,
     end_entity: &CertificateDer<'_>,
     server_name: &ServerName<'_>,
-    pinned: bool,
 ) -> Result<(), rustls::Error> {
     verify_server_name(cert, server_name)?;
     let (serves_tls, self_signed) = refusal::read_ca_certificate(end_entity);
     if !serves_tls {
         return Err(rustls::Error::InvalidCertificate(CertificateError::InvalidPurpose));
-    }
-    if pinned {
-        return Ok(());
     }
     let refusal = Refusal::CaCertificate { self_signed };
     Err(rustls::Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(Arc::new(refusal)))))
@@ -181,7 +172,7 @@ fn verify_ca_certificate(
 
 /// A server certificate that is byte for byte a trusted one beyond Mozilla's (a CA file's,
 /// `SSL_CERT_*`'s), which webpki refused (its signer unknown: the usual way to pin a provider's
-/// own certificate, `CA:FALSE`): trusted as itself, as Go's `Verify` takes a leaf its roots
+/// own certificate, `CA:FALSE`; or marked `CA:TRUE`, as `openssl req -x509` makes it): trusted as itself, as Go's `Verify` takes a leaf its roots
 /// contain, once its dates, its name and its usage pass, in Go's order (issue 36). Dates that
 /// cannot be read leave webpki's refusal standing.
 fn verify_pinned(
