@@ -10,10 +10,10 @@
 //! from PyPI, whose `service_completed_successfully` checks the exit code) talking to podman's
 //! Docker-compatible API. The test command installs both.
 
-use crate::image::{buildah, image, podman, readable_by_anyone};
+use crate::image::{DockerApi, buildah, image, podman, readable_by_anyone};
 use crate::support::*;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn compose_file() -> PathBuf {
@@ -108,36 +108,6 @@ fn app_image() -> String {
         .clone()
 }
 
-/// podman's Docker-compatible API on a socket of the test's own, for Docker Compose.
-struct DockerApi {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl DockerApi {
-    fn start(setup: &Setup) -> DockerApi {
-        let socket = setup.dir.path().join("podman.sock");
-        let mut cmd = Command::new("podman");
-        cmd.args(["system", "service", "--time=0", &format!("unix://{}", socket.display())]);
-        setup.env(&mut cmd, "", &[]);
-        let child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("podman system service");
-        let started = Instant::now();
-        // The socket appearing is the event; the bound only catches a hang, on a loaded machine.
-        while !socket.exists() {
-            assert!(started.elapsed() < HANG_BOUND, "podman's API socket did not appear in {HANG_BOUND:?}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        DockerApi { child, socket }
-    }
-}
-
-impl Drop for DockerApi {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn docker_compose() -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/cache/compose-venv/bin/docker-compose");
     assert!(path.exists(), "docker-compose is not installed: run the test command (.ci/test), which installs it");
@@ -156,7 +126,7 @@ fn compose(
     let mut cmd = Command::new(docker_compose());
     cmd.args(["-p", project]).args(setup.files()).args(args);
     setup.env(&mut cmd, issuer, env);
-    cmd.env("DOCKER_HOST", format!("unix://{}", api.socket.display()));
+    cmd.env("DOCKER_HOST", api.host());
     let out = cmd.output().unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -181,7 +151,11 @@ fn state(setup: &Setup, container: &str) -> Option<(i64, i64, i32)> {
 fn compose_starts_the_application_only_after_the_gate_exits_0() {
     let ca = TestCa::new();
     let setup = Setup::new(&ca);
-    let api = DockerApi::start(&setup);
+    let api = {
+        let mut cmd = Command::new("podman");
+        setup.env(&mut cmd, "", &[]);
+        DockerApi::start(cmd, setup.dir.path().join("podman.sock"))
+    };
     let project = format!("wfi{}", std::process::id());
     let down = |issuer: &str| compose(&setup, &api, &project, issuer, &[], &["down"]);
 

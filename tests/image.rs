@@ -342,3 +342,40 @@ pub(crate) fn platforms(index: &serde_json::Value) -> Vec<String> {
     platforms.sort();
     platforms
 }
+
+/// podman's Docker-compatible API on a socket of the test's own, for the Docker CLI and Docker
+/// Compose: `podman` is the command with the caller's storage settings, `socket` where to listen.
+pub(crate) struct DockerApi {
+    child: std::process::Child,
+    pub(crate) socket: PathBuf,
+}
+
+impl DockerApi {
+    pub(crate) fn start(mut podman: Command, socket: PathBuf) -> DockerApi {
+        podman.args(["system", "service", "--time=0", &format!("unix://{}", socket.display())]);
+        let child = podman
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("podman system service");
+        let started = std::time::Instant::now();
+        // The socket appearing is the event; the bound only catches a hang, on a loaded machine.
+        while !socket.exists() {
+            assert!(started.elapsed() < HANG_BOUND, "podman's API socket did not appear in {HANG_BOUND:?}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        DockerApi { child, socket }
+    }
+
+    /// `DOCKER_HOST` for a client of this API.
+    pub(crate) fn host(&self) -> String {
+        format!("unix://{}", self.socket.display())
+    }
+}
+
+impl Drop for DockerApi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
