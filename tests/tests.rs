@@ -25,6 +25,7 @@ mod exec;
 mod fetch_differential;
 mod first_run;
 mod fuzz_seeds;
+mod github_action;
 mod headers;
 mod image;
 mod in_cluster;
