@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 /// The issuer the Job and the `kubectl run` recipe name, kept as written: the test provider
 /// presents a certificate for it, and `--connect-to` sends the connection to loopback.
 const RECIPE_ISSUER: &str = "https://sso.example.com/realms/main";
-const PLACEHOLDER_IMAGE: &str = "YOUR_REGISTRY/wait-for-idp:0.1.0";
+const PLACEHOLDER_IMAGE: &str = GATE_PLACEHOLDER;
 /// Where the tests mount the test CA (a ConfigMap) in a pod.
 const CA_DIR: &str = "/etc/idp-ca";
 

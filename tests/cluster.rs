@@ -183,7 +183,7 @@ fn filled_values(issuer: &str, gate: &str) -> String {
     let mut values = shipped.clone();
     for (from, to) in [
         ("oidcIssuerUrl: https://sso.example.com/realms/main\n", format!("oidcIssuerUrl: {issuer}\n")),
-        ("YOUR_REGISTRY/wait-for-idp:0.1.0", gate.to_string()),
+        (GATE_PLACEHOLDER, gate.to_string()),
         ("    imagePullPolicy: IfNotPresent\n", "    imagePullPolicy: Never\n".to_string()),
     ] {
         assert_eq!(values.matches(from).count(), 1, "deploy/helm/oauth2-proxy-values.yaml no longer has {from:?}");
@@ -486,7 +486,7 @@ fn token_proxy_manifest(k: &Cluster, port: u16, gated: bool) -> String {
     }
     for (from, to) in [
         (
-            "          image: YOUR_REGISTRY/wait-for-idp:0.1.0\n".to_string(),
+            format!("          image: {GATE_PLACEHOLDER}\n"),
             format!("          image: {}\n          imagePullPolicy: Never\n", k.gate_image()),
         ),
         (
@@ -681,7 +681,7 @@ fn the_service_account_issuer_recipe_is_ready_on_the_api_servers_issuer() {
     let mut m = shipped.clone();
     for (from, to) in [
         (
-            "          image: YOUR_REGISTRY/wait-for-idp:0.1.0\n".to_string(),
+            format!("          image: {GATE_PLACEHOLDER}\n"),
             format!("          image: {}\n          imagePullPolicy: Never\n", k.gate_image()),
         ),
         (

@@ -411,7 +411,7 @@ fn report(k: &Cluster, boots: &[Boot]) -> String {
     text
 }
 
-const PLACEHOLDER_IMAGE: &str = "YOUR_REGISTRY/wait-for-idp:0.1.0";
+const PLACEHOLDER_IMAGE: &str = GATE_PLACEHOLDER;
 
 /// deploy/policy/toolhive.yaml applied with the local gate image, removed again when dropped (it
 /// is cluster-wide).

@@ -419,28 +419,134 @@ fn dry_run_gates_names_the_file_to_give_for_a_mounted_ca() {
     assert_eq!(code, 0, "{out}");
 }
 
-/// docs/deploy.md's update of the policy's image (issue 36 ask 2), run as written but for
-/// `kubectl apply`: the digest reference lands in the injected container and nowhere else.
+/// A copy of `deploy/` in a temporary directory, for a script that rewrites it.
+fn deploy_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let from = repo_root().join("deploy");
+    for file in files_under(&from) {
+        let to = dir.path().join(file.strip_prefix(&from).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &to).unwrap();
+    }
+    dir
+}
+
+/// `deploy/pin-image ARGS`: exit code and stderr.
+fn pin_image(args: &[&str]) -> (i32, String) {
+    let out = std::process::Command::new(repo_root().join("deploy/pin-image")).args(args).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The gate's image in every YAML file under `dir`: the `image:` values, Compose's default, and
+/// the kustomize `images:` entries for it (name, then newName:newTag@digest as kustomize renders).
+fn gate_images(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for file in files_under(dir).into_iter().filter(|f| f.extension().is_some_and(|e| e == "yaml" || e == "yml")) {
+        let name = file.strip_prefix(dir).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut entry: Option<[String; 3]> = None;
+        for line in text.lines().map(str::trim) {
+            let value = line.strip_prefix("image:").map(|v| v.trim().trim_matches('"'));
+            // Compose's ${VAR:-default}: the default.
+            let value = value.map(|v| v.split_once(":-").map_or(v, |(_, d)| d.trim_end_matches('}')));
+            if let Some(value) = value
+                && value.contains("/wait-for-idp")
+            {
+                found.push((name.clone(), value.to_string()));
+            }
+            if line == "- name: YOUR_REGISTRY/wait-for-idp" {
+                entry = Some(Default::default());
+            } else if let Some(fields) = entry.as_mut() {
+                let Some((key, value)) = line.split_once(':') else { continue };
+                let value = value.split('#').next().unwrap().trim().to_string();
+                match key {
+                    "newName" => fields[0] = value,
+                    "newTag" => fields[1] = value,
+                    "digest" => fields[2] = value,
+                    _ => {
+                        let [n, t, d] = entry.take().unwrap();
+                        found.push((format!("{name} (images:)"), format!("{n}:{t}@{d}")));
+                    }
+                }
+            }
+        }
+        if let Some([n, t, d]) = entry {
+            found.push((format!("{name} (images:)"), format!("{n}:{t}@{d}")));
+        }
+    }
+    found
+}
+
+/// Every reference to the gate's image in the deploy kit names it by digest, its tag beside it:
+/// the shipped placeholder (refused by the reference grammar until pinned) or a real sha256.
 #[test]
-fn the_documented_image_update_changes_the_policys_one_image() {
-    let docs = read("docs/deploy.md");
-    let line = docs.lines().map(str::trim).find(|l| l.starts_with("sed \"s#image:")).expect("docs/deploy.md's update");
-    let command = line.strip_suffix(" | kubectl apply -f -").expect("the update pipes to kubectl apply");
-    assert!(docs.contains("IMAGE=$(deploy/push-image "), "the update takes the reference push-image prints");
-    let image = format!("registry.example.com/platform/wait-for-idp:0.1.1@sha256:{}", "ab".repeat(32));
-    let out = std::process::Command::new("bash")
-        .args(["-c", command])
-        .env("IMAGE", &image)
-        .current_dir(repo_root())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
-    let (before, after) = (read("deploy/policy/wait-for-idp.yaml"), String::from_utf8(out.stdout).unwrap());
-    let changed: Vec<_> = before.lines().zip(after.lines()).filter(|(b, a)| b != a).collect();
-    assert_eq!(before.lines().count(), after.lines().count());
-    assert_eq!(changed.len(), 1, "{changed:?}");
-    assert_eq!(changed[0].1.trim(), format!("image: \"{image}\""), "{changed:?}");
-    assert_eq!(yaml_documents(&after).len(), 3, "the policy and its two bindings");
+fn every_gate_image_in_the_deploy_kit_is_named_by_digest() {
+    let found = gate_images(&repo_root().join("deploy"));
+    assert!(found.len() >= 15, "the kit names the gate's image in fewer places than it did: {found:#?}");
+    for (file, image) in &found {
+        let (name_tag, digest) = image.split_once('@').unwrap_or_else(|| panic!("{file}: {image} is not by digest"));
+        assert!(name_tag.rsplit_once('/').unwrap().1.starts_with("wait-for-idp:"), "{file}: {image}: no tag");
+        let hex = digest.strip_prefix("sha256:").unwrap_or_else(|| panic!("{file}: {image}"));
+        assert!(
+            hex == "YOUR_DIGEST" || (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit())),
+            "{file}: {image}"
+        );
+    }
+    assert!(read("README.md").contains(&format!("image: {GATE_PLACEHOLDER}")), "the README's values");
+}
+
+/// deploy/pin-image, as docs/release.md gives it, on a copy of the kit: the reference push-image
+/// printed lands in every place the placeholder was and nowhere else, kustomize entries gain the
+/// digest, the YAML still holds its documents; a second pin replaces the first; and what is not a
+/// pushed reference is refused, naming what to give.
+#[test]
+fn pin_image_names_the_pushed_digest_in_every_file_of_the_kit() {
+    let docs = read("docs/release.md");
+    assert!(docs.contains("deploy/pin-image \"$(deploy/push-image "), "docs/release.md's pin");
+    let kit = deploy_copy();
+    let before = gate_images(kit.path());
+    let first = format!("registry.example.com/platform/wait-for-idp:0.1.1@sha256:{}", "ab".repeat(32));
+    let (code, err) = pin_image(&[&first, kit.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(&format!("{} reference(s) now {first}", before.len())), "{err}");
+    let after = gate_images(kit.path());
+    assert_eq!(after.len(), before.len(), "{after:#?}");
+    assert!(after.iter().all(|(_, image)| *image == first), "{after:#?}");
+    for file in files_under(kit.path()) {
+        let pinned = std::fs::read_to_string(&file).unwrap();
+        let shipped = std::fs::read_to_string(repo_root().join("deploy").join(file.strip_prefix(kit.path()).unwrap()));
+        let shipped = shipped.unwrap();
+        if file.extension().is_some_and(|e| e == "yaml") {
+            assert!(!pinned.contains("YOUR_DIGEST"), "{}", file.display());
+            assert_eq!(yaml_documents(&pinned).len(), yaml_documents(&shipped).len(), "{}", file.display());
+        }
+        // Only the image lines change, and a kustomize entry's newName, newTag and digest.
+        let changed = shipped.lines().zip(pinned.lines()).filter(|(a, b)| a != b);
+        for (old, new) in changed {
+            let entry = ["newName:", "newTag:", "digest:"].iter().any(|k| new.trim_start().starts_with(k));
+            assert!(entry || (old.contains("wait-for-idp") && new.contains("wait-for-idp:0.1.1")), "{old} -> {new}");
+        }
+    }
+    let second = format!("registry.example.com/platform/wait-for-idp:0.1.2@sha256:{}", "cd".repeat(32));
+    let (code, err) = pin_image(&[&second, kit.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(gate_images(kit.path()).iter().all(|(_, image)| *image == second), "{:#?}", gate_images(kit.path()));
+
+    for bad in [
+        "registry.example.com/platform/wait-for-idp:0.1.1",
+        "YOUR_REGISTRY/wait-for-idp:0.1.0@sha256:YOUR_DIGEST",
+        &format!("registry.example.com/platform/gate:0.1.1@sha256:{}", "ab".repeat(32)),
+        &format!("registry.example.com/platform/wait-for-idp@sha256:{}", "ab".repeat(32)),
+    ] {
+        let (code, err) = pin_image(&[bad, kit.path().to_str().unwrap()]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains("give the\n  line deploy/push-image printed last"), "{bad}: {err}");
+    }
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::write(empty.path().join("other.yaml"), "image: quay.io/oauth2-proxy/oauth2-proxy:v7.15.6\n").unwrap();
+    let (code, err) = pin_image(&[&first, empty.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no reference to a wait-for-idp image"), "{err}");
 }
 
 /// The example overlays name the registry in an `images:` entry, so the component (which is
@@ -540,7 +646,7 @@ fn dry_run_gates_fails_naming_the_broken_container() {
             &values,
             format!(
                 "oidcIssuerUrl: {PRODUCTION}\nextraInitContainers:\n  - name: wait-for-idp\n    \
-                 image: YOUR_REGISTRY/wait-for-idp:0.1.0\n    env:\n      {gate_env}\n"
+                 image: {GATE_PLACEHOLDER}\n    env:\n      {gate_env}\n"
             ),
         )
         .unwrap();

@@ -81,8 +81,10 @@ fn not_a_placeholder(reference: &str, version: &str) -> Option<String> {
     if name.is_empty() || name.chars().any(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')) {
         return Some(format!("{reference}: the name after the placeholder is not a plain lower-case name"));
     }
-    if name == "wait-for-idp" && tag != version {
-        return Some(format!("{reference}: the gate's tag is not the crate's version, {version}"));
+    if name == "wait-for-idp" && tag != format!("{version}@sha256:YOUR_DIGEST") {
+        return Some(format!(
+            "{reference}: the gate is not named by its tag, the crate's version {version}, and digest"
+        ));
     }
     None
 }
@@ -125,10 +127,16 @@ fn the_image_scan_finds_what_it_must_refuse() {
     let md = "text FROM nothing\n```Dockerfile\nFROM --platform=linux/amd64 me/gate:1 AS gate\nFROM gate\n```\n\
               ```sh\nkubectl run x --image=me/x:2 -- --once\n```\n";
     assert_eq!(image_references(md, true), ["me/gate:1", "me/x:2"]);
-    for bad in ["ghcr.io/example/wait-for-idp:0.1.0", "YOUR_REGISTRY/wait-for-idp:9.9.9", "YOUR_REGISTRY/App:1", "x"] {
+    for bad in [
+        "ghcr.io/example/wait-for-idp:0.1.0",
+        "YOUR_REGISTRY/wait-for-idp:9.9.9@sha256:YOUR_DIGEST",
+        "YOUR_REGISTRY/wait-for-idp:0.1.0",
+        "YOUR_REGISTRY/App:1",
+        "x",
+    ] {
         assert!(not_a_placeholder(bad, "0.1.0").is_some(), "{bad} must be refused");
     }
-    for good in ["YOUR_REGISTRY/wait-for-idp:0.1.0", "YOUR_REGISTRY/token-proxy:1.0.0", PEERS[0]] {
+    for good in ["YOUR_REGISTRY/wait-for-idp:0.1.0@sha256:YOUR_DIGEST", "YOUR_REGISTRY/token-proxy:1.0.0", PEERS[0]] {
         assert_eq!(not_a_placeholder(good, "0.1.0"), None, "{good}");
     }
 }

@@ -330,7 +330,7 @@ extraEnv: &oidc-env
     value: "{{ .Values.x }}"
 extraInitContainers:
   - name: wait-for-idp
-    image: YOUR_REGISTRY/wait-for-idp:0.1.0
+    image: YOUR_REGISTRY/wait-for-idp:0.1.0@sha256:YOUR_DIGEST
     env: *oidc-env
 """
 

@@ -18,6 +18,10 @@ pub use real_peers::*;
 
 use std::path::{Path, PathBuf};
 
+/// How the deploy kit names the gate's image until `deploy/pin-image` names yours: a tag and a
+/// digest, both placeholders the reference grammar refuses (InvalidImageName) at once.
+pub const GATE_PLACEHOLDER: &str = "YOUR_REGISTRY/wait-for-idp:0.1.0@sha256:YOUR_DIGEST";
+
 /// A discovery document with every REQUIRED OIDC member.
 pub fn discovery_doc(issuer: &str) -> String {
     let base = issuer.trim_end_matches('/');
