@@ -9,8 +9,9 @@
 # podman set it from --platform as BuildKit does.
 #
 # BIN_STAGE chooses where the binary comes from: `builder` compiles it here (the default);
-# `prebuilt` copies dist/${TARGETARCH}/wait-for-idp from the build context (how CI tests the
-# final stage on a machine without a container registry). The unused stage is never built.
+# `prebuilt` copies dist/${TARGETARCH}/wait-for-idp and dist/${TARGETARCH}/licenses (what
+# deploy/licenses writes) from the build context (how CI tests the final stage on a machine
+# without a container registry). The unused stage is never built.
 ARG BIN_STAGE=builder
 
 FROM rust:1.95.0-slim-bookworm AS builder
@@ -24,9 +25,10 @@ RUN apt-get update \
 # commit in --version (build.rs), else it says "unknown".
 ARG WAIT_FOR_IDP_COMMIT=unknown
 WORKDIR /src
-COPY Cargo.toml Cargo.lock build.rs ./
+COPY Cargo.toml Cargo.lock build.rs LICENSE ./
 COPY .cargo .cargo
 COPY src src
+COPY deploy/licenses deploy/licenses
 RUN case "${TARGETARCH}" in \
       amd64) triple=x86_64-unknown-linux-musl ;; \
       arm64) triple=aarch64-unknown-linux-musl ;; \
@@ -36,11 +38,13 @@ RUN case "${TARGETARCH}" in \
     esac \
  && rustup target add "${triple}" \
  && cargo build --release --locked --target "${triple}" \
- && cp "target/${triple}/release/wait-for-idp" /wait-for-idp
+ && cp "target/${triple}/release/wait-for-idp" /wait-for-idp \
+ && deploy/licenses --target "${triple}" /licenses
 
 FROM scratch AS prebuilt
 ARG TARGETARCH
 COPY dist/${TARGETARCH}/wait-for-idp /wait-for-idp
+COPY dist/${TARGETARCH}/licenses /licenses
 
 # hadolint ignore=DL3006
 FROM ${BIN_STAGE} AS bin
@@ -62,5 +66,7 @@ LABEL org.opencontainers.image.title="wait-for-idp" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.source="${IMAGE_SOURCE}"
 COPY --from=bin /wait-for-idp /wait-for-idp
+# The licences of what the binary links: its own, and each crate's texts (deploy/licenses).
+COPY --from=bin /licenses /licenses
 USER 65532:65532
 ENTRYPOINT ["/wait-for-idp"]

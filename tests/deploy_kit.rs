@@ -86,7 +86,7 @@ impl Stubs {
         std::fs::create_dir(&bin).unwrap();
         let cargo = r#"#!/bin/sh
 case "$1" in
-  metadata) exec "$REAL_CARGO" "$@" ;;
+  metadata|tree) exec "$REAL_CARGO" "$@" ;;
   build)
     while [ $# -gt 0 ]; do [ "$1" = --target ] && triple=$2; shift; done
     dir=$("$REAL_CARGO" metadata --no-deps --format-version 1 | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')

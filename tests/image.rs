@@ -149,6 +149,21 @@ pub(crate) fn buildah() -> Command {
     cmd
 }
 
+/// What the Dockerfile's `prebuilt` stage takes from the build context `context` for `arch`: the
+/// binary `bin` and the licences deploy/licenses writes for it.
+pub(crate) fn prebuilt_context(context: &Path, arch: &str, bin: &Path) {
+    let triple = ARCHES.iter().find(|a| a.0 == arch).expect("a known architecture").1;
+    let dist = context.join("dist").join(arch);
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::copy(bin, dist.join("wait-for-idp")).unwrap();
+    let out = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/licenses"))
+        .args(["--target", triple])
+        .arg(dist.join("licenses"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "deploy/licenses: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// Builds the Dockerfile's real final stage for `arch` once, from the prebuilt static binary.
 pub(crate) fn image(arch: &str) -> String {
     static IMAGES: [OnceLock<String>; 5] = [const { OnceLock::new() }; 5];
@@ -159,8 +174,7 @@ pub(crate) fn image(arch: &str) -> String {
             require("buildah");
             require("podman");
             let context = tempfile::tempdir().unwrap().keep();
-            std::fs::create_dir_all(context.join("dist").join(arch)).unwrap();
-            std::fs::copy(static_binary(arch), context.join("dist").join(arch).join("wait-for-idp")).unwrap();
+            prebuilt_context(&context, arch, &static_binary(arch));
             let dockerfile = Path::new(env!("CARGO_MANIFEST_DIR")).join("Dockerfile");
             let tag = format!("localhost/wait-for-idp:test-{arch}");
             let out = buildah()
@@ -211,9 +225,37 @@ fn image_is_scratch_with_only_the_binary_as_non_root() {
     let parts: Vec<&str> = text.split('|').collect();
     assert_eq!(parts[0], "65532:65532", "{text}");
     assert_eq!(parts[1], "[\"/wait-for-idp\"]", "{text}");
+    // Its files: the binary and the licences of what it links (deploy/licenses), nothing else.
+    let created = podman().args(["create", &tag]).output().unwrap();
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    let id = String::from_utf8_lossy(&created.stdout).trim().to_string();
+    let exported = podman().args(["export", &id]).output().unwrap();
+    let _ = podman().args(["rm", &id]).output();
+    assert!(exported.status.success(), "{}", String::from_utf8_lossy(&exported.stderr));
+    let mut tar = Command::new("tar")
+        .args(["-t"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut tar.stdin.take().unwrap(), &exported.stdout).unwrap();
+    let listed = String::from_utf8(tar.wait_with_output().unwrap().stdout).unwrap();
+    // podman export adds the mount points every container gets (empty directories and files).
+    let files: Vec<&str> = listed
+        .lines()
+        .filter(|l| {
+            !l.ends_with('/')
+                && !["etc/hosts", "etc/resolv.conf", "etc/hostname", ".containerenv", "run/.containerenv"].contains(l)
+        })
+        .collect();
+    assert_eq!(files, ["licenses/LICENSE", "licenses/THIRD-PARTY-LICENSES.txt", "wait-for-idp"], "{listed}");
     let size: u64 = parts[2].parse().unwrap();
     let binary = std::fs::metadata(static_binary("amd64")).unwrap().len();
-    assert!(size < binary + 64 * 1024, "the image holds little beyond the binary: {size} vs {binary}");
+    let licences = std::fs::metadata(repo_root().join("LICENSE")).unwrap().len();
+    assert!(
+        size < binary + licences + 512 * 1024,
+        "the image holds little beyond the binary and licences: {size} vs {binary}"
+    );
     let report = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sizes.txt");
     std::fs::write(&report, format!("binary {binary}\nimage {size}\n")).unwrap();
     eprintln!("binary {binary} bytes, image {size} bytes");

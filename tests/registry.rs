@@ -308,6 +308,21 @@ fn registry_push_image_then_pull_and_run() {
     let arm_bin = puller.conf("wait-for-idp-arm64");
     let copied = puller.podman().args(["cp", &format!("{id}:/wait-for-idp")]).arg(&arm_bin).output().unwrap();
     assert!(copied.status.success(), "{}", String::from_utf8_lossy(&copied.stderr));
+    // The licences of what it links, as deploy/licenses writes them for that target.
+    let licenses = puller.conf("licenses-arm64");
+    let copied = puller.podman().args(["cp", &format!("{id}:/licenses")]).arg(&licenses).output().unwrap();
+    assert!(copied.status.success(), "{}", String::from_utf8_lossy(&copied.stderr));
+    let expected = puller.conf("licenses-expected");
+    let written = Command::new(repo_root().join("deploy/licenses"))
+        .args(["--target", "aarch64-unknown-linux-musl"])
+        .arg(&expected)
+        .output()
+        .unwrap();
+    assert!(written.status.success(), "{}", String::from_utf8_lossy(&written.stderr));
+    for file in ["LICENSE", "THIRD-PARTY-LICENSES.txt"] {
+        let (got, want) = (std::fs::read(licenses.join(file)), std::fs::read(expected.join(file)).unwrap());
+        assert!(got.is_ok_and(|got| got == want), "the arm64 image's /licenses/{file} differs");
+    }
     let _ = puller.podman().args(["rm", &id]).output();
     // The arm64 entry holds the arm64 binary, byte for byte the one .ci/build-static made.
     let built = repo_root().join("target/aarch64-unknown-linux-musl/release/wait-for-idp");
@@ -385,10 +400,9 @@ fn registry_push_image_with_the_docker_cli_through_podmans_docker_api() {
 /// `storage`, leaving its layers there as cache.
 fn plain_build(storage: &Storage) {
     let context = storage.conf("context");
-    std::fs::create_dir_all(context.join("dist/amd64")).unwrap();
     let built = repo_root().join("target/x86_64-unknown-linux-musl/release/wait-for-idp");
-    std::fs::copy(&built, context.join("dist/amd64/wait-for-idp"))
-        .expect("the amd64 binary, built by push-image's test");
+    assert!(built.exists(), "the amd64 binary, built by push-image's test");
+    crate::image::prebuilt_context(&context, "amd64", &built);
     let dockerfile = repo_root().join("Dockerfile");
     let out = storage
         .podman()

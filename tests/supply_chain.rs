@@ -109,6 +109,51 @@ fn supply_chain_sbom_lists_exactly_the_crates_linked_into_the_static_binary() {
     assert_eq!(relationships.len(), listed.len(), "every crate linked: one STATIC_LINK each");
 }
 
+/// The image's /licenses, as deploy/licenses writes it for each shipped target: the project's
+/// LICENSE word for word, and for exactly the crates the SBOM lists (the root aside), a section
+/// naming the crate, its version and the licence the SBOM declares, with at least one text.
+#[test]
+#[ignore = "needs python3 and cargo's registry cache (deploy/sbom, deploy/licenses run cargo tree); the test command runs it"]
+fn supply_chain_licences_in_the_image_cover_exactly_what_the_sbom_lists() {
+    for target in [TARGET, "aarch64-unknown-linux-musl", "armv7-unknown-linux-gnueabihf"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(repo_root().join("deploy/licenses"))
+            .args(["--target", target])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "deploy/licenses: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            std::fs::read(dir.path().join("LICENSE")).unwrap(),
+            std::fs::read(repo_root().join("LICENSE")).unwrap()
+        );
+        let notices = std::fs::read_to_string(dir.path().join("THIRD-PARTY-LICENSES.txt")).unwrap();
+        let rule = "=".repeat(80);
+        let mut sections = BTreeSet::new();
+        for section in notices.split(&format!("\n{rule}\n")).skip(1) {
+            let (head, body) = section.split_once('\n').unwrap();
+            let (name_version, licence) = head.split_once(": ").unwrap();
+            let (name, version) = name_version.split_once(' ').unwrap();
+            assert!(body.contains(&format!("--- {name} {version}, ")), "{name} {version}: no licence text");
+            sections.insert((name.to_string(), version.to_string(), licence.to_string()));
+        }
+        let doc = sbom(target);
+        let declared: BTreeSet<_> = doc["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["name"] != "wait-for-idp")
+            .map(|p| {
+                let field = |k: &str| p[k].as_str().unwrap().to_string();
+                (field("name"), field("versionInfo"), field("licenseDeclared"))
+            })
+            .collect();
+        assert_eq!(sections, declared, "{target}: the notices and the SBOM differ");
+        // The Apache-2.0 text, in full once at least, and given by name where repeated.
+        assert!(notices.contains("TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION"));
+    }
+}
+
 /// The permissive licences the binary may link (the image's licence is Apache-2.0).
 const ALLOWED_LICENCES: [&str; 8] =
     ["Apache-2.0", "MIT", "ISC", "BSD-3-Clause", "0BSD", "Unlicense", "Zlib", "CDLA-Permissive-2.0"];
