@@ -14,7 +14,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import ssl
 import statistics
 import subprocess
@@ -27,6 +26,7 @@ from pathlib import Path
 import hostile
 import probes
 import startup
+from harness import Nginx, free_port, progress
 
 BUSYBOX = shutil.which("busybox") or "/usr/bin/busybox"
 
@@ -174,14 +174,6 @@ def parallel_gates(binary, certs, port, timeout, n):
         return list(pool.map(one, range(n)))
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def run_measured(argv, env=None):
     """Runs argv under GNU time; returns (wall seconds, peak RSS KiB, exit code).
     Peak RSS comes from GNU time (%M): a child forked from Python would report Python's own
@@ -276,11 +268,6 @@ def serve(port, certs):
     print("listening", flush=True)
     while True:
         time.sleep(3600)
-
-
-def progress(message):
-    """Progress on stderr as the run goes, so a long run is never silent."""
-    print(f"bench: {message}", file=sys.stderr, flush=True)
 
 
 def measure_sizes(args, certs, rows):
@@ -442,70 +429,6 @@ def measure_sigterm(args, certs, rows):
                  f"median {median(latencies) * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms", "median ≤ 20 ms",
                  median(latencies) <= 0.02))
 
-
-
-class Nginx:
-    """Debian's nginx serving TLS on loopback: 503 until a flag file exists, then the document.
-    Every request is logged with its time ($msec), which is what the herd figures come from."""
-
-    def __init__(self, certs, workdir):
-        self.dir = Path(workdir)
-        self.port = free_port()
-        self.issuer = f"https://localhost:{self.port}"
-        os.chmod(self.dir, 0o755)
-        doc = json.dumps({
-            "issuer": self.issuer, "authorization_endpoint": f"{self.issuer}/auth",
-            "token_endpoint": f"{self.issuer}/token", "jwks_uri": f"{self.issuer}/jwks",
-            "response_types_supported": ["code"], "subject_types_supported": ["public"],
-            "id_token_signing_alg_values_supported": ["RS256"],
-        })
-        (self.dir / "nginx.conf").write_text(f"""
-worker_processes 2;
-pid {self.dir}/nginx.pid;
-error_log {self.dir}/error.log;
-events {{ worker_connections 8192; }}
-http {{
-  log_format stamp '$msec $status $arg_gate';
-  access_log {self.dir}/access.log stamp;
-  server {{
-    listen 127.0.0.1:{self.port} ssl;
-    ssl_certificate {certs}/leaf.pem;
-    ssl_certificate_key {certs}/leaf.key;
-    location = /.well-known/openid-configuration {{
-      default_type application/json;
-      if (-f {self.dir}/ready) {{ return 200 '{doc}'; }}
-      return 503 'starting';
-    }}
-  }}
-}}
-""")
-        subprocess.run(["nginx", "-c", str(self.dir / "nginx.conf")], check=True)
-        wait_for_port(self.port)
-
-    def ready(self):
-        (self.dir / "ready").write_text("")
-
-    def requests(self):
-        """(unix time, status, client) of every request so far; the client is the URL's `gate`
-        parameter, which each client of a herd sends with its own number."""
-        out = []
-        for line in (self.dir / "access.log").read_text().splitlines():
-            stamp, status, client = line.split()
-            out.append((float(stamp), int(status), client))
-        return out
-
-    def stop(self):
-        subprocess.run(["nginx", "-c", str(self.dir / "nginx.conf"), "-s", "stop"], check=False)
-
-
-def wait_for_port(port):
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"nothing listens on {port}")
 
 
 HERD_503_SECONDS = 6.0

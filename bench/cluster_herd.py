@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import bench
+import harness
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = "/tmp/wait-for-idp-cluster"
@@ -58,7 +59,7 @@ class Cluster:
         line = self.proc.stdout.readline().strip()
         if line != "ready":
             raise SystemExit(f"the cluster did not start: {line!r} (see {self.log.name} and {WORK}/logs)")
-        bench.progress(f"cluster up in {time.monotonic() - started:.1f} s")
+        harness.progress(f"cluster up in {time.monotonic() - started:.1f} s")
 
     def kubectl(self, *args, stdin=None, check=True):
         out = subprocess.run([self.bin / "kubectl", f"--kubeconfig={WORK}/pki/admin.kubeconfig", *args],
@@ -169,9 +170,9 @@ def run(args, cluster, certs, rows):
     n, node = capacity(cluster)
     if args.pods:
         n = min(n, args.pods)
-    bench.progress(f"herd of {n} pods on node {node}")
+    harness.progress(f"herd of {n} pods on node {node}")
     work = Path(tempfile.mkdtemp())
-    server = bench.Nginx(certs, work)
+    server = harness.Nginx(certs, work)
     cluster.kubectl("create", "namespace", NS)
     cluster.kubectl("label", "namespace", NS, "pod-security.kubernetes.io/enforce=privileged")
     cluster.kubectl("-n", NS, "create", "configmap", "idp-ca", f"--from-file=ca.pem={certs / 'ca.pem'}")
@@ -190,11 +191,11 @@ def run(args, cluster, certs, rows):
         if len(asked) >= n:
             break
         if len(asked) // 25 != seen // 25:
-            bench.progress(f"{len(asked)} gates asking, {watch.count()} pods running, {time.time() - created:.0f} s")
+            harness.progress(f"{len(asked)} gates asking, {watch.count()} pods running, {time.time() - created:.0f} s")
         seen = len(asked)
         time.sleep(1)
     all_up = time.time()
-    bench.progress(f"all {n} gates asking after {all_up - created:.1f} s; {args.steady} s of 503 more")
+    harness.progress(f"all {n} gates asking after {all_up - created:.1f} s; {args.steady} s of 503 more")
     time.sleep(args.steady)
     server.ready()
     ready = time.time()
@@ -250,7 +251,7 @@ def main():
     cluster = Cluster()
     rows = []
     try:
-        bench.progress("building and importing the gate's image")
+        harness.progress("building and importing the gate's image")
         gate_image(cluster, args.bin)
         run(args, cluster, certs, rows)
     finally:

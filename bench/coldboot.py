@@ -62,7 +62,8 @@ from pathlib import Path
 
 # The throwaway CA, free ports and the p95 the rest of the benchmark uses (this directory is on
 # sys.path when the script runs).
-from bench import free_port, make_certs, p95
+from bench import make_certs, p95
+from harness import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYCLOAK_VERSION = "26.7.3"

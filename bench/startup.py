@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import Nginx, progress
+
 # Targets (issue 30): --dry-run's own cost (its time less /bin/true's) within 2 ms; that cost
 # growing by at most 2 ms at 700 variables and 5 ms at 5,000; one check at most half of curl's
 # time; peak RSS at most 3 MiB.
@@ -131,8 +133,6 @@ def peak_rss(argv, env):
 
 
 def measure(args, certs, rows):
-    from bench import Nginx, progress  # bench.py imports this module; import back only when run
-
     for path in TRUST.values():
         if not os.path.exists(path):
             raise SystemExit(f"startup: {path} is missing (Debian's ca-certificates)")

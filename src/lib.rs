@@ -34,10 +34,11 @@
 //! 2. **`config::ConfigError`** is a problem of a setting, named with the flag or variable it came
 //!    from (`config::Source`). Every one ends the run with exit 2 before any waiting; so does a
 //!    usage error of clap's.
-//! 3. **`net::http::FetchError`** is one request that got no complete response: the resolver, a
-//!    refusal, a timeout at a stage, TLS, the proxy, the body, or a redirect not followed (a
-//!    `net::redirect::RefusedRedirect`, with its `RedirectKind`). ureq's errors become one in
-//!    `net::http::classify` only.
+//! 3. **`net::fetch_error::FetchError`** is one request that got no complete response: the
+//!    resolver, a refusal, a timeout at a stage, TLS, the proxy, the body, or a redirect not
+//!    followed (a `net::redirect::RefusedRedirect`, with its `RedirectKind`). ureq's errors become
+//!    one in `net::fetch_error::classify` only, and a body not read whole (the response's own
+//!    `net::response::Unread`) in `net::fetch_error::body_failure`.
 //! 4. **`probe::Failure`** is why one attempt did not pass, as data: a `FailureClass` (the word
 //!    operators grep for, part of the interface), a `Cause` with its facts (the network's stage
 //!    and host, a status, a document's problem, the resource chain, the JWK Set, a local file with

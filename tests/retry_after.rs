@@ -2,7 +2,7 @@
 //! from whichever fetch of an attempt it came with (the metadata, the JWK Set, an `auto` URL the
 //! attempt moved past), and never at the cost of the final attempt before the deadline. The
 //! header's parsing and the pause arithmetic (cap, spread, deadline) are unit tests in
-//! `src/net/http.rs` and `src/wait.rs`.
+//! `src/net/response.rs` and `src/wait.rs`.
 
 use crate::support::*;
 use std::sync::Arc;

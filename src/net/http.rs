@@ -8,30 +8,21 @@
 //! URL gives it. Each fetch records its stage in a [`Progress`], so that whoever gives up waiting
 //! on it can say where it hung.
 
-use super::plain::{Http2Only, PlainWatch, http2_only};
-use super::proxy::{self, ProxyConnector, ProxyFailure};
-use super::redirect::{Chain, RefusedRedirect, Request};
-use super::response::{Fetched, read, too_large};
-use super::tls::{self, TlsConnector, TlsSettings};
+use super::fetch_error::{BODY_LIMIT, FetchError, HEADER_LIMIT, body_failure, classify, dns_error, exhausted};
+use super::plain::PlainWatch;
+use super::proxy::{self, ProxyConnector};
+use super::redirect::{Chain, Request};
+use super::response::{Fetched, read};
+use super::tls::{TlsConnector, TlsSettings};
 use crate::config::{ConnectTo, Network, ProxySettings, Route};
-use crate::human::secs;
 use crate::progress::{Progress, Stage};
 use crate::url;
-use std::fmt;
-use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use ureq::Agent;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{Connector, NextTimeout, TcpConnector};
 
-/// Largest body accepted, after decoding. Real discovery documents are 1-10 KiB, but
-/// oauth2-proxy reads a body without a bound: this one only stops a server that never ends
-/// (a listed difference). The body grows as it comes; nothing near this is allocated ahead.
-pub(crate) const BODY_LIMIT: usize = 16 * 1024 * 1024;
-/// Largest response head (status line and headers). Go allows 10 MiB (`MaxResponseHeaderBytes`'s
-/// default, a listed difference); no provider comes near either.
-pub(crate) const HEADER_LIMIT: usize = 1024 * 1024;
 /// Each connection's own read buffer; the response head collects in a buffer that grows
 /// ([`PlainWatch`]), so this is only how much one read takes (a TLS record is at most 16 KiB).
 const READ_BUFFER: usize = 16 * 1024;
@@ -50,110 +41,6 @@ fn write_buffer(target: &str, headers: &[(&str, &str)]) -> usize {
     let head: usize = headers.iter().map(|(name, value)| name.len() + value.len() + 4).sum();
     (2 * target.len() + head + HEAD_ROOM).next_multiple_of(1024).min(WRITE_BUFFER)
 }
-
-/// Why no complete response was had. `Display` is the message users read.
-#[derive(Debug, Clone)]
-pub(crate) enum FetchError {
-    /// The resolver answered, and not with an address.
-    Dns {
-        host: String,
-        detail: String,
-    },
-    /// No answer in time; `stage` says where the exchange hung.
-    TimedOut {
-        stage: Stage,
-        host: String,
-        after: Duration,
-    },
-    /// The peer actively refused: nothing listens yet. Costs the provider nothing.
-    Refused {
-        host: String,
-    },
-    Connect(String),
-    Tls {
-        host: String,
-        error: rustls::Error,
-    },
-    /// The TLS server asked for a client certificate and then broke off.
-    ClientCertificateRequired {
-        host: String,
-    },
-    TlsOther(String),
-    /// A redirect not followed, and why.
-    Redirect(RefusedRedirect),
-    Body(String),
-    Protocol(String),
-    /// The proxy the URL goes through failed, or cannot be used: said naming the proxy
-    /// (credentials hidden) and its variable.
-    Proxy(String),
-    /// This process, not the network, ran out of something (descriptors, memory) at `stage`.
-    LocalResource {
-        stage: Stage,
-        host: String,
-        error: String,
-    },
-}
-
-impl fmt::Display for FetchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FetchError::Dns { host, detail } => write!(f, "name resolution of {host} failed: {detail}"),
-            FetchError::TimedOut { stage, host, after } => {
-                let after = secs(*after);
-                match stage {
-                    Stage::ReadingTokenFile | Stage::ReadingHeaderFile => {
-                        let which = if *stage == Stage::ReadingTokenFile { "token" } else { "header" };
-                        write!(f, "{which} file {host} not read within {after} (a FIFO with no writer, a hung mount)")
-                    }
-                    Stage::Resolving => write!(f, "no answer from the resolver within {after} (looking up {host})"),
-                    Stage::Connecting => write!(
-                        f,
-                        "no TCP connection to {host} within {after} (packets dropped: a firewall or NetworkPolicy, \
-                         or the host is down)"
-                    ),
-                    Stage::TlsHandshake => write!(
-                        f,
-                        "TLS handshake with {host} not complete within {after} (the connection was accepted but \
-                         nothing answers: a stuck or overloaded TLS terminator)"
-                    ),
-                    Stage::AwaitingResponse => write!(
-                        f,
-                        "no response from {host} within {after} after the request was sent (the server is hung \
-                         or overloaded)"
-                    ),
-                    Stage::ReadingBody => write!(f, "body from {host} not complete within {after} (server too slow)"),
-                }
-            }
-            FetchError::Refused { host } => write!(f, "connection refused by {host} (nothing listening yet)"),
-            FetchError::LocalResource { stage, host, error } => {
-                write!(f, "{error} at {stage} ({host}): the gate's own limit, not the provider's; raise it (ulimit -n)")
-            }
-            FetchError::Tls { host, error } => f.write_str(&tls::explain(host, error)),
-            FetchError::ClientCertificateRequired { host } => f.write_str(&tls::client_certificate_required(host)),
-            FetchError::Redirect(refused) => refused.fmt(f),
-            FetchError::Connect(d)
-            | FetchError::TlsOther(d)
-            | FetchError::Body(d)
-            | FetchError::Protocol(d)
-            | FetchError::Proxy(d) => f.write_str(d),
-        }
-    }
-}
-
-/// Marks a resolver failure so it can be told from other I/O errors.
-#[derive(Debug)]
-struct DnsFailure {
-    host: String,
-    detail: String,
-}
-
-impl fmt::Display for DnsFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.host, self.detail)
-    }
-}
-
-impl std::error::Error for DnsFailure {}
 
 /// The system resolver, applying `--connect-to` rules first, with failures tagged as DNS
 /// failures. Only the address changes: the URL, and so SNI, the certificate check and the Host
@@ -207,22 +94,6 @@ impl Resolver for GateResolver {
         self.progress.enter(Stage::Connecting, &name);
         Ok(addrs)
     }
-}
-
-/// What this process ran out of, when `io` says it did: a descriptor limit (EMFILE: the
-/// process's `RLIMIT_NOFILE`; ENFILE: the system's), or kernel memory. No provider causes these,
-/// and calling them a lookup or a connection that failed sends the operator to the wrong place.
-fn exhausted(io: &io::Error) -> Option<&'static str> {
-    Some(match io.raw_os_error()? {
-        libc::EMFILE => "out of file descriptors (RLIMIT_NOFILE)",
-        libc::ENFILE => "out of file descriptors (system-wide)",
-        libc::ENOMEM | libc::ENOBUFS => "out of kernel memory",
-        _ => return None,
-    })
-}
-
-fn dns_error(host: &str, detail: String) -> ureq::Error {
-    ureq::Error::Io(io::Error::other(DnsFailure { host: host.to_string(), detail }))
 }
 
 /// Each agent's configuration: built once per request (its write buffer is the request's), in one
@@ -303,7 +174,7 @@ impl HttpClient {
         progress: &Arc<Progress>,
     ) -> Result<Fetched, FetchError> {
         let started = Instant::now();
-        let mut chain = Chain::new(url, request.redirects)?;
+        let mut chain = Chain::new(url, request.redirects).map_err(bad_url)?;
         let mut current = url.to_string();
         loop {
             let left = budget.saturating_sub(started.elapsed());
@@ -317,7 +188,7 @@ impl HttpClient {
             if !matches!(fetched.status, 301 | 302 | 303 | 307 | 308) {
                 return Ok(fetched);
             }
-            current = chain.follow(&current, &fetched)?;
+            current = chain.follow(&current, &fetched).map_err(FetchError::Redirect)?;
         }
     }
 
@@ -342,7 +213,7 @@ impl HttpClient {
         headers: &[(&str, &str)],
         progress: &Arc<Progress>,
     ) -> Result<Fetched, FetchError> {
-        let parts = url::split(target).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?;
+        let parts = url::split(target).map_err(bad_url)?;
         let host = parts.bare_host().to_string();
         progress.enter(Stage::Resolving, &host);
         let agent = self.agent(progress, target, headers);
@@ -371,80 +242,14 @@ impl HttpClient {
             Some(body) => written(agent.post(target), budget, parts.authority, asks_gzip, headers).send(body),
         };
         let response = response.map_err(|e| classify(e, progress, budget))?;
-        read(response, target, &host, progress, budget, asks_gzip)
+        read(response, target, &host, progress, asks_gzip, BODY_LIMIT)
+            .map_err(|unread| body_failure(unread, &host, progress, budget))
     }
 }
 
-/// Maps ureq's errors onto the failure kinds a user can act on, using the stage the exchange
-/// had reached.
-pub(super) fn classify(e: ureq::Error, progress: &Progress, budget: Duration) -> FetchError {
-    let (stage, host) = progress.at();
-    if progress.tls_reply() {
-        return FetchError::TlsOther(format!(
-            "{host} answered the plain-HTTP request in TLS: this port serves HTTPS, so use an https:// URL"
-        ));
-    }
-    let in_body = stage == Stage::ReadingBody;
-    let tls_failure = |error: rustls::Error| {
-        if error == rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol) {
-            FetchError::Protocol(http2_only(&host, "refused ALPN http/1.1 in the TLS handshake"))
-        } else if progress.client_cert_requested() {
-            FetchError::ClientCertificateRequired { host: host.clone() }
-        } else {
-            FetchError::Tls { host: host.clone(), error }
-        }
-    };
-    match e {
-        ureq::Error::Timeout(_) => FetchError::TimedOut { stage, host, after: budget },
-        ureq::Error::Rustls(error) => tls_failure(error),
-        ureq::Error::Tls(msg) => FetchError::TlsOther(msg.to_string()),
-        ureq::Error::BodyExceedsLimit(_) => FetchError::Body(too_large(BODY_LIMIT, "")),
-        ureq::Error::LargeResponseHeader(..) => FetchError::Protocol(format!(
-            "response headers from {host} larger than {} MiB: the gate reads no more (Go reads up to 10 MiB)",
-            HEADER_LIMIT / (1024 * 1024)
-        )),
-        ureq::Error::HostNotFound => FetchError::Dns { host, detail: "no address".into() },
-        ureq::Error::Io(io) => {
-            if let Some(what) = exhausted(&io) {
-                return FetchError::LocalResource { stage, host, error: format!("{what}: {io}") };
-            }
-            if let Some(proxy) = io.get_ref().and_then(|i| i.downcast_ref::<ProxyFailure>()) {
-                return FetchError::Proxy(url::redact(&proxy.to_string()));
-            }
-            if let Some(dns) = io.get_ref().and_then(|i| i.downcast_ref::<DnsFailure>()) {
-                return FetchError::Dns { host: dns.host.clone(), detail: dns.detail.clone() };
-            }
-            if let Some(tls) = io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-                return tls_failure(tls.clone());
-            }
-            if io.get_ref().is_some_and(|i| i.is::<Http2Only>()) {
-                return FetchError::Protocol(http2_only(&host, "answered with an HTTP/2 frame"));
-            }
-            match io.kind() {
-                io::ErrorKind::ConnectionRefused if stage <= Stage::Connecting => FetchError::Refused { host },
-                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
-                    FetchError::TimedOut { stage, host, after: budget }
-                }
-                _ if in_body => FetchError::Body(format!("body cut short: {io}")),
-                _ if progress.client_cert_requested() => FetchError::ClientCertificateRequired { host },
-                io::ErrorKind::UnexpectedEof
-                | io::ErrorKind::ConnectionReset
-                | io::ErrorKind::ConnectionAborted
-                | io::ErrorKind::BrokenPipe => {
-                    FetchError::Connect(format!("{host} closed the connection before a response: {io}"))
-                }
-                _ => FetchError::Connect(format!("cannot connect to {host}: {io}")),
-            }
-        }
-        other if in_body => FetchError::Body(format!("body cut short: {}", url::redact(&other.to_string()))),
-        ureq::Error::ConnectionFailed => FetchError::Connect(format!("connection to {host} failed")),
-        ureq::Error::Protocol(ureq_proto::Error::HttpParseTooManyHeaders) => FetchError::Protocol(format!(
-            "more than {} response header fields from {host}: this build reads no more (Go has no such limit)",
-            ureq_proto::client::MAX_RESPONSE_HEADERS
-        )),
-        ureq::Error::Protocol(p) => FetchError::Protocol(format!("malformed HTTP response: {p}")),
-        other => FetchError::Connect(url::redact(&other.to_string())),
-    }
+/// A URL the exchange cannot request, said as a fetch failure.
+fn bad_url(problem: url::Problem) -> FetchError {
+    FetchError::Protocol(format!("bad URL: {problem}"))
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! The connection as ureq reads it, last in the connector chain.
 //!
 //! - Its input collects in a buffer of its own that grows as a response head needs it (up to
-//!   ureq's `max_response_header_size`, [`super::http::HEADER_LIMIT`]): each connection's fixed
-//!   read buffer stays small, and a normal response costs no more memory than before.
+//!   ureq's `max_response_header_size`, [`super::fetch_error::HEADER_LIMIT`]): each connection's
+//!   fixed read buffer stays small, and a normal response costs no more memory than before.
 //! - Its first bytes are looked at. An `http://` URL sent to a port that speaks HTTPS gets a TLS
 //!   record back (an alert, mostly), which no HTTP parser makes sense of: the failure can then say
 //!   to use `https://`. A server that speaks only HTTP/2 (h2c, or h2 whatever ALPN said) answers

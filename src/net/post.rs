@@ -1,7 +1,8 @@
 //! One POST on the GET's exchange ([`super::http`]): an MCP client's first request to its
 //! server is a POST (`server/discover`, then `initialize`).
 
-use super::http::{FetchError, HttpClient};
+use super::fetch_error::FetchError;
+use super::http::HttpClient;
 use super::response::Fetched;
 use crate::progress::Progress;
 use std::sync::Arc;

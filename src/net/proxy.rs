@@ -14,12 +14,12 @@
 //! (`config::ProxySettings::route`); a proxy that fails says so, naming the proxy (never its
 //! credentials) and the variable that set it.
 
+use super::fetch_error::{ProxyFailure, refused};
 use super::socks;
 use super::tls::{self, TlsConnector, TlsSettings};
 use crate::config::{ProxyChoice, ProxyKind, ProxySettings, Route};
 use crate::progress::{Progress, Stage};
 use crate::url;
-use std::fmt;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 use ureq::http::Uri;
@@ -27,20 +27,6 @@ use ureq::unversioned::resolver::{DefaultResolver, Resolver};
 use ureq::unversioned::transport::{
     Buffers, ConnectionDetails, Connector, NextTimeout, TcpConnector, Transport, TransportAdapter,
 };
-
-/// A proxy that failed: refused, unreachable, a TLS handshake with it that failed, a CONNECT it
-/// answered with anything but 200, a SOCKS server that refused. Travels inside an `io::Error`
-/// through ureq to the failure's classification.
-#[derive(Debug)]
-pub(crate) struct ProxyFailure(pub(crate) String);
-
-impl fmt::Display for ProxyFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ProxyFailure {}
 
 fn failure(kind: io::ErrorKind, message: String) -> ureq::Error {
     ureq::Error::Io(io::Error::new(kind, ProxyFailure(message)))
@@ -205,11 +191,6 @@ fn proxy_error(e: ureq::Error, name: &str) -> ureq::Error {
         other => (io::ErrorKind::Other, format!("failed: {other}")),
     };
     failure(kind, format!("{name} {detail}"))
-}
-
-/// A refusal in a proxy's own protocol, with its words.
-pub(super) fn refused(message: String) -> io::Error {
-    io::Error::new(io::ErrorKind::PermissionDenied, ProxyFailure(message))
 }
 
 /// `CONNECT host:port`, as Go writes it, and the proxy's answer: `200` opens the tunnel, anything

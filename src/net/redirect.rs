@@ -12,7 +12,6 @@
 //!   `shared/transport.js`): at most 5 redirects, all within the origin; another origin, a
 //!   downgrade or a sixth redirect is returned unfollowed and the client moves on.
 
-use super::http::FetchError;
 use super::response::Fetched;
 use crate::url;
 use std::fmt;
@@ -81,9 +80,9 @@ impl fmt::Display for RefusedRedirect {
     }
 }
 
-/// A [`FetchError::Redirect`] of this kind, to `to` (redacted here).
-pub(crate) fn refused(kind: RedirectKind, to: &str) -> FetchError {
-    FetchError::Redirect(RefusedRedirect { kind, to: url::redact(to) })
+/// A redirect of this kind not followed, to `to` (redacted here).
+pub(crate) fn refused(kind: RedirectKind, to: &str) -> RefusedRedirect {
+    RefusedRedirect { kind, to: url::redact(to) }
 }
 
 /// What one request sends besides the agent's own headers (`Accept`, `User-Agent`).
@@ -108,13 +107,13 @@ pub(crate) struct Chain {
 }
 
 impl Chain {
-    pub(crate) fn new(first: &str, redirects: Redirects) -> Result<Chain, FetchError> {
-        let origin = url::split(first).map_err(|p| FetchError::Protocol(format!("bad URL: {p}")))?.origin();
+    pub(crate) fn new(first: &str, redirects: Redirects) -> Result<Chain, url::Problem> {
+        let origin = url::split(first)?.origin();
         Ok(Chain { origin, visited: vec![first.to_string()], on_origin: true, redirects })
     }
 
     /// The next URL to request after `fetched`, a redirect from `current`, or why there is none.
-    pub(crate) fn follow(&mut self, current: &str, fetched: &Fetched) -> Result<String, FetchError> {
+    pub(crate) fn follow(&mut self, current: &str, fetched: &Fetched) -> Result<String, RefusedRedirect> {
         let next = next_hop(current, fetched)?;
         let same_origin = url::split(&next).is_ok_and(|p| p.origin() == self.origin);
         if !same_origin && self.redirects == Redirects::SameOrigin {
@@ -134,7 +133,7 @@ impl Chain {
 }
 
 /// Where a redirect leads: resolved as RFC 3986 says, never from https to http.
-fn next_hop(current: &str, fetched: &Fetched) -> Result<String, FetchError> {
+fn next_hop(current: &str, fetched: &Fetched) -> Result<String, RefusedRedirect> {
     let location = fetched.location.as_deref().ok_or_else(|| refused(RedirectKind::NoLocation(fetched.status), ""))?;
     let resolved =
         url::resolve(current, location).map_err(|why| refused(RedirectKind::Unusable(why.to_string()), location))?;
@@ -173,7 +172,7 @@ mod tests {
             Chain::new("https://a.example/", Redirects::Go)
                 .unwrap()
                 .follow("https://a.example/", &to("http://a.example/")),
-            Err(FetchError::Redirect(RefusedRedirect { kind: RedirectKind::Downgrade, .. }))
+            Err(RefusedRedirect { kind: RedirectKind::Downgrade, .. })
         ));
     }
 
@@ -182,7 +181,7 @@ mod tests {
         let mut chain = Chain::new("https://a.example/0", Redirects::SameOrigin).unwrap();
         assert!(matches!(
             chain.follow("https://a.example/0", &to("https://b.example/")),
-            Err(FetchError::Redirect(RefusedRedirect { kind: RedirectKind::CrossOrigin, .. }))
+            Err(RefusedRedirect { kind: RedirectKind::CrossOrigin, .. })
         ));
         for i in 1..=MCP_MAX_REDIRECTS {
             chain.follow("https://a.example/x", &to(&format!("/{i}"))).unwrap();

@@ -3,7 +3,6 @@
 //! the GET ([`super::http`]) and the POST ([`super::post`]).
 
 use super::gzip::{self, GzipProblem};
-use super::http::{BODY_LIMIT, FetchError, classify};
 use crate::progress::{Progress, Stage};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -33,16 +32,26 @@ pub(crate) struct Fetched {
     pub(crate) credentials: Option<&'static str>,
 }
 
+/// Why a body was not read whole: the response's own problem, for the exchange to say as a
+/// fetch failure (`fetch_error::body_failure`, which knows the stage it stopped at).
+#[derive(Debug)]
+pub(super) enum Unread {
+    /// ureq's error reading the body, one over the bound included.
+    Read(ureq::Error),
+    /// The gzip body's problem.
+    Gzip(GzipProblem),
+}
+
 /// A response read as far as the gate reads it: the headers it uses, and the body to its end
-/// within [`BODY_LIMIT`], gzip decoded when it was asked for (never an event stream's).
-pub(crate) fn read(
+/// within `body_limit` bytes, gzip decoded when it was asked for (never an event stream's).
+pub(super) fn read(
     mut response: ureq::http::Response<ureq::Body>,
     target: &str,
     host: &str,
     progress: &Arc<Progress>,
-    budget: Duration,
     asked_gzip: bool,
-) -> Result<Fetched, FetchError> {
+    body_limit: usize,
+) -> Result<Fetched, Unread> {
     progress.enter(Stage::ReadingBody, host);
     let status = response.status().as_u16();
     let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
@@ -66,29 +75,15 @@ pub(crate) fn read(
         fetched.stream = true;
         return Ok(fetched);
     }
-    let limit = u64::try_from(BODY_LIMIT).unwrap_or(u64::MAX);
+    let limit = u64::try_from(body_limit).unwrap_or(u64::MAX);
     let body = response.body_mut().with_config().limit(limit);
     if !gzipped {
-        fetched.body = body.read_to_vec().map_err(|e| classify(e, progress, budget))?;
+        fetched.body = body.read_to_vec().map_err(Unread::Read)?;
         return Ok(fetched);
     }
     // Decoded as it arrives: the compressed body is never held whole beside the decoded one.
-    fetched.body = gzip::decode(body.reader(), BODY_LIMIT).map_err(|problem| match problem {
-        GzipProblem::TooLarge { limit } => FetchError::Body(too_large(limit, " once gzip-decoded")),
-        GzipProblem::Invalid(why) => FetchError::Body(format!("gzip body from {host} not decoded: {why}")),
-        // As `read_to_vec` turns a read's error back into ureq's.
-        GzipProblem::Read(e) => classify(ureq::Error::from(e), progress, budget),
-    })?;
+    fetched.body = gzip::decode(body.reader(), body_limit).map_err(Unread::Gzip)?;
     Ok(fetched)
-}
-
-/// The failure of a body over `limit` bytes, naming the bound.
-pub(super) fn too_large(limit: usize, how: &str) -> String {
-    format!(
-        "body larger than {} MiB{how}: the gate reads no more (oauth2-proxy would read on; no discovery document \
-         comes near this)",
-        limit / (1024 * 1024)
-    )
 }
 
 /// Every `WWW-Authenticate` field line as one list (RFC 9110 §5.3), obs-text kept.

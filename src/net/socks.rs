@@ -5,7 +5,7 @@
 //! resolves it; only a reply of 0 ("succeeded") opens the tunnel. About 60 lines instead of a
 //! SOCKS crate.
 
-use super::proxy::refused;
+use super::fetch_error::refused;
 use std::io::{self, Read, Write};
 use std::net::IpAddr;
 

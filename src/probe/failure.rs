@@ -7,7 +7,7 @@
 //! ([`link_failure`]), a status or an unasked encoding ([`usable_body`]), a private address
 //! ([`refused_address`]).
 
-use crate::net::http::FetchError;
+use crate::net::fetch_error::FetchError;
 use crate::net::redirect::RedirectKind;
 use crate::net::response::Fetched;
 use crate::progress::Stage;

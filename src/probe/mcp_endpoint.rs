@@ -7,6 +7,7 @@
 //! on: a server a client cannot even talk to is not ready, whatever its metadata says.
 
 use super::{Attempt, Cause, Failure, FailureClass, Link};
+use crate::net::fetch_error::FetchError;
 use crate::net::redirect::MCP_MAX_REDIRECTS as MAX_REDIRECTS;
 use crate::net::redirect::{self, RedirectKind, Redirects};
 use crate::net::response::Fetched;
@@ -133,7 +134,7 @@ fn post(at: &Attempt<'_>, target: &str, method: Method) -> Result<Fetched, Failu
             None => return Ok(fetched),
         }
     }
-    let e = redirect::refused(RedirectKind::TooMany(Redirects::SameOrigin), &current);
+    let e = FetchError::Redirect(redirect::refused(RedirectKind::TooMany(Redirects::SameOrigin), &current));
     Err(at.failure(Link::ResourceMetadata, CONTEXT, &current, e))
 }
 

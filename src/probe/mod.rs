@@ -18,7 +18,8 @@ pub(crate) use failure::{Cause, Failure, FailureClass, Link, LocalFile};
 use failure::{link_failure, moves_on, redirect_hint, refused_address, skipped_by_proxy, usable_body};
 
 use crate::config::{Checks, Target};
-use crate::net::http::{FetchError, HttpClient};
+use crate::net::fetch_error::FetchError;
+use crate::net::http::HttpClient;
 use crate::net::redirect::{RedirectKind, Redirects, RefusedRedirect, Request};
 use crate::net::response::Fetched;
 use crate::progress::{Progress, Stage};

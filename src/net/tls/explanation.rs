@@ -3,6 +3,7 @@
 //! alert: ProtocolVersion`), which names a type, not a cause. What rustls reports only as a bare
 //! alert or error, `refusal` finds out and says.
 
+use super::refusal::date_secs;
 use super::{Refusal, algorithms};
 use rustls::{AlertDescription, CertificateError};
 
@@ -166,11 +167,6 @@ fn unsupported_algorithm(host: &str, der: &[u8]) -> String {
 /// trusted CA's whose dates decided (`trusted::Anchors::verify_at`), so the operator can tell which.
 fn date(t: rustls::pki_types::UnixTime) -> String {
     date_secs(t.as_secs())
-}
-
-/// A date in seconds since the epoch, as certificate messages say it.
-pub(super) fn date_secs(secs: u64) -> String {
-    httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
 }
 
 #[cfg(test)]

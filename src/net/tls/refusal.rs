@@ -86,12 +86,12 @@ impl Refusal {
                 "the trusted CA that issued the certificate for {host} has expired (not valid after {}); the \
                  certificate itself may be fine, but Go trusts no CA outside its dates: give --ca-file the CA \
                  renewed, or set this machine's clock right",
-                super::explanation::date_secs(*at)
+                date_secs(*at)
             ),
             Refusal::TrustedCaDates { expired: false, at } => format!(
                 "the trusted CA that issued the certificate for {host} is not valid yet (not before {}); a clock \
                  is wrong, this machine's or the CA's",
-                super::explanation::date_secs(*at)
+                date_secs(*at)
             ),
             Refusal::LeafKey(key) => format!(
                 "server certificate of {host} has {key}, which this build cannot verify: its crypto library (ring) \
@@ -239,6 +239,11 @@ fn tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
         _ => return None,
     };
     Some((tag, rest.get(..len)?, rest.get(len..)?))
+}
+
+/// A date in seconds since the epoch, as certificate messages say it.
+pub(super) fn date_secs(secs: u64) -> String {
+    httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
 }
 
 #[cfg(test)]
