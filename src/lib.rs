@@ -89,7 +89,7 @@ mod secret_forms;
 mod serve;
 mod settings;
 mod token;
-pub mod url;
+mod url;
 mod wait;
 
 pub use app::main;

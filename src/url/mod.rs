@@ -9,64 +9,66 @@
 mod address_range;
 mod redaction;
 mod reference;
+#[cfg(test)]
+mod reference_properties;
 
-pub use redaction::redact;
-pub use reference::{ReferenceProblem, resolve};
+pub(crate) use redaction::redact;
+pub(crate) use reference::resolve;
 use std::fmt;
 
 pub(crate) use address_range::private_range;
 
 /// The longest URL the HTTP stack accepts (the `http` crate's `Uri` limit). Longer ones would only
 /// fail at request time, so they are refused when read.
-pub const MAX_LEN: usize = u16::MAX as usize - 1;
+pub(crate) const MAX_LEN: usize = u16::MAX as usize - 1;
 
 /// The parts of an absolute `http(s)` URL, borrowed from the raw string.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Parts<'a> {
-    pub scheme: &'a str,
+pub(crate) struct Parts<'a> {
+    pub(crate) scheme: &'a str,
     /// `host[:port]` exactly as written (IPv6 literals keep their brackets), without userinfo.
-    pub authority: &'a str,
+    pub(crate) authority: &'a str,
     /// The host as written, IPv6 literals in brackets.
-    pub host: &'a str,
-    pub port: Option<u16>,
+    pub(crate) host: &'a str,
+    pub(crate) port: Option<u16>,
     /// Everything after the authority, before any query; may be empty.
-    pub path: &'a str,
-    pub query: Option<&'a str>,
-    pub fragment: Option<&'a str>,
-    pub has_userinfo: bool,
+    pub(crate) path: &'a str,
+    pub(crate) query: Option<&'a str>,
+    pub(crate) fragment: Option<&'a str>,
+    pub(crate) has_userinfo: bool,
 }
 
 impl Parts<'_> {
     /// The port, with the scheme's default made explicit.
-    pub fn port_or_default(&self) -> u16 {
+    pub(crate) fn port_or_default(&self) -> u16 {
         self.port.unwrap_or_else(|| default_port(self.scheme))
     }
 
     /// `scheme://host:port` with the host in lower case and the default port made explicit: two
     /// URLs are the same origin when these are equal.
-    pub fn origin(&self) -> String {
+    pub(crate) fn origin(&self) -> String {
         format!("{}://{}:{}", self.scheme, self.host.to_ascii_lowercase(), self.port_or_default())
     }
 
     /// The host without IPv6 brackets, as TLS, proxies and resolvers want it.
-    pub fn bare_host(&self) -> &str {
+    pub(crate) fn bare_host(&self) -> &str {
         bare_host(self.host)
     }
 }
 
 /// The port a scheme implies when the URL names none.
-pub fn default_port(scheme: &str) -> u16 {
+pub(crate) fn default_port(scheme: &str) -> u16 {
     if scheme.eq_ignore_ascii_case("http") { 80 } else { 443 }
 }
 
 /// A host without the brackets of an IPv6 literal: `[::1]` → `::1`; other hosts unchanged.
-pub fn bare_host(host: &str) -> &str {
+pub(crate) fn bare_host(host: &str) -> &str {
     host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host)
 }
 
 /// Why a string is not a usable `http(s)` URL. Each message says what would be right.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Problem {
+pub(crate) enum Problem {
     Empty,
     /// `{{`: a Helm or Go template that reached the gate unrendered.
     Template,
@@ -144,7 +146,7 @@ impl fmt::Display for Problem {
 
 /// Splits an absolute `http`/`https` URL. Query and fragment are returned, not rejected: the caller
 /// decides (an issuer may have neither; a redirect target may have a query).
-pub fn split(raw: &str) -> Result<Parts<'_>, Problem> {
+pub(crate) fn split(raw: &str) -> Result<Parts<'_>, Problem> {
     if raw.trim().is_empty() {
         return Err(Problem::Empty);
     }
@@ -232,7 +234,7 @@ pub(crate) fn is_scheme(s: &str) -> bool {
 
 /// Checks that `raw` can serve as an issuer identifier: an absolute http(s) URL with a host,
 /// without credentials, query or fragment.
-pub fn check_issuer(raw: &str) -> Result<Parts<'_>, Problem> {
+pub(crate) fn check_issuer(raw: &str) -> Result<Parts<'_>, Problem> {
     let parts = check_fetched(raw)?;
     if parts.query.is_some() {
         return Err(Problem::Query);
@@ -244,7 +246,7 @@ pub fn check_issuer(raw: &str) -> Result<Parts<'_>, Problem> {
 /// [`check_issuer`], but a query is kept and sent. Azure AD B2C serves its metadata at
 /// `…/v2.0/.well-known/openid-configuration?p=<policy>`, and Entra's custom signing keys need
 /// `?appid=`; its `jwks_uri` carries the same query. A fragment is never sent, so it is refused.
-pub fn check_fetched(raw: &str) -> Result<Parts<'_>, Problem> {
+pub(crate) fn check_fetched(raw: &str) -> Result<Parts<'_>, Problem> {
     let parts = split(raw)?;
     if parts.has_userinfo {
         return Err(Problem::Userinfo);
@@ -258,7 +260,7 @@ pub fn check_fetched(raw: &str) -> Result<Parts<'_>, Problem> {
 /// A URL the user configured, checked by `check` ([`check_issuer`] or [`check_fetched`]) and
 /// parsed the same way by the HTTP stack (ureq uses the `http` crate), so that no URL fails only
 /// at run time.
-pub fn check_configured(raw: &str, check: fn(&str) -> Result<Parts<'_>, Problem>) -> Result<Parts<'_>, Problem> {
+pub(crate) fn check_configured(raw: &str, check: fn(&str) -> Result<Parts<'_>, Problem>) -> Result<Parts<'_>, Problem> {
     let parts = check(raw)?;
     if raw.parse::<ureq::http::Uri>().is_err() {
         return Err(Problem::NotAbsolute);
@@ -268,7 +270,7 @@ pub fn check_configured(raw: &str, check: fn(&str) -> Result<Parts<'_>, Problem>
 
 /// OIDC Discovery §4.1: remove one terminating `/` from the issuer, then append `suffix`
 /// (`/.well-known/openid-configuration`).
-pub fn append_well_known(issuer: &str, suffix: &str) -> String {
+pub(crate) fn append_well_known(issuer: &str, suffix: &str) -> String {
     let trimmed = issuer.strip_suffix('/').unwrap_or(issuer);
     format!("{trimmed}{suffix}")
 }
@@ -276,7 +278,7 @@ pub fn append_well_known(issuer: &str, suffix: &str) -> String {
 /// RFC 8414 §3.1 and RFC 9728 §3.1: remove one terminating `/`, then insert `suffix`
 /// (`/.well-known/oauth-authorization-server`) between the host and the path; a query (which a
 /// protected resource's identifier may have) stays after the path.
-pub fn insert_well_known(url: &str, suffix: &str) -> String {
+pub(crate) fn insert_well_known(url: &str, suffix: &str) -> String {
     let (before_query, query) = match url.split_once('?') {
         Some((b, q)) => (b, Some(q)),
         None => (url, None),
@@ -292,20 +294,20 @@ pub fn insert_well_known(url: &str, suffix: &str) -> String {
 }
 
 /// `suffix` at the root of the URL's origin (`https://h/tenant` → `https://h{suffix}`).
-pub fn root_well_known(url: &str, suffix: &str) -> String {
+pub(crate) fn root_well_known(url: &str, suffix: &str) -> String {
     let after_scheme = url.find("://").map_or(0, |i| i + 3);
     let end = url[after_scheme..].find(['/', '?', '#']).map_or(url.len(), |i| after_scheme + i);
     format!("{}{suffix}", &url[..end])
 }
 
 /// Whether the URL has a path beyond a lone `/` (the MCP discovery order depends on it).
-pub fn has_path(url: &str) -> bool {
+pub(crate) fn has_path(url: &str) -> bool {
     split(url).is_ok_and(|p| !p.path.is_empty() && p.path != "/")
 }
 
 /// Whether a host (as [`Parts::host`] writes it) is the machine itself: `localhost` or a name
 /// under it, an IPv4 address in 127.0.0.0/8, or `[::1]`.
-pub fn is_loopback(host: &str) -> bool {
+pub(crate) fn is_loopback(host: &str) -> bool {
     let host = host.to_ascii_lowercase();
     let host = host.strip_suffix('.').unwrap_or(&host);
     host == "localhost"
@@ -330,7 +332,7 @@ pub fn is_loopback(host: &str) -> bool {
 /// (`http`). The user's own URLs, `--jwks-url` included, keep their rule: plain http is allowed
 /// with a warning when the settings are read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Transport {
+pub(crate) enum Transport {
     /// Every URL the user gave is https: a plain link fails.
     #[default]
     TlsOnly,
@@ -340,7 +342,7 @@ pub enum Transport {
 
 impl Transport {
     /// `PlainAllowed` when any of the user's URLs for the target is `http://`.
-    pub fn for_user_urls<'a>(urls: impl IntoIterator<Item = &'a str>) -> Transport {
+    pub(crate) fn for_user_urls<'a>(urls: impl IntoIterator<Item = &'a str>) -> Transport {
         if urls.into_iter().any(|u| split(u).is_ok_and(|p| p.scheme == "http")) {
             Transport::PlainAllowed
         } else {
@@ -351,7 +353,7 @@ impl Transport {
     /// Judges one link, `what` naming it (`jwks_uri`, …): `Ok(None)` when it is not plain http
     /// (a URL that does not parse is left to the caller's own check), `Ok(Some(warning))` when
     /// plain http is allowed, `Err(why)` when it is not.
-    pub fn judge(self, what: &str, to: &str) -> Result<Option<String>, String> {
+    pub(crate) fn judge(self, what: &str, to: &str) -> Result<Option<String>, String> {
         if !split(to).is_ok_and(|p| p.scheme == "http") {
             return Ok(None);
         }

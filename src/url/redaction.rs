@@ -5,7 +5,7 @@
 /// query or fragment parameter with a credential's name ([`is_credential_name`]) with `***`.
 /// Applied to every URL and every error text that may quote one: proxy URLs legitimately carry
 /// credentials, and a discovery URL may carry a signature (`?sig=`) or a key (`?code=`).
-pub fn redact(text: &str) -> String {
+pub(crate) fn redact(text: &str) -> String {
     redact_parameters(&redact_userinfo(text))
 }
 

@@ -35,7 +35,7 @@ impl<'a> Reference<'a> {
 
 /// Why a `Location` could not be resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReferenceProblem {
+pub(crate) enum ReferenceProblem {
     Empty,
     /// The text before the first `:` is not a scheme, so the reference is not RFC 3986.
     BadScheme,
@@ -60,7 +60,7 @@ impl fmt::Display for ReferenceProblem {
 /// §5.2, strictly, with `remove_dot_segments`. The scheme is case-insensitive (§3.1), so it comes
 /// back in lower case; nothing else is normalised. The result keeps the reference's fragment; the
 /// caller does not send it.
-pub fn resolve(base: &str, reference: &str) -> Result<String, ReferenceProblem> {
+pub(crate) fn resolve(base: &str, reference: &str) -> Result<String, ReferenceProblem> {
     if reference.is_empty() {
         return Err(ReferenceProblem::Empty);
     }
