@@ -210,10 +210,14 @@ fn launch(
             .spawn(move || {
                 let mut throttle = LineThrottle::new(interval);
                 let took = Cell::new(Duration::ZERO);
-                let mut attempt = |budget| {
-                    let (outcome, t) = serve::timed(&prober, budget);
-                    took.set(t);
-                    outcome
+                // Timed only for /metrics, when serving.
+                let mut attempt = |budget| match &health {
+                    Some(_) => {
+                        let (outcome, t) = prober.timed_attempt(budget);
+                        took.set(t);
+                        outcome
+                    }
+                    None => prober.attempt(budget),
                 };
                 let mut observe = |r: &wait::AttemptReport<'_>, t: &Tally| {
                     // Served before it is logged: whoever reads the line finds it in /metrics.

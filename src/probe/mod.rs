@@ -136,6 +136,14 @@ impl Prober {
         LastWord { in_flight, attempts: latest.ended, last_failure: latest.last_failure.clone() }
     }
 
+    /// [`Prober::attempt`], and how long it took, DNS to the last byte: what `--serve`'s
+    /// /metrics reports.
+    pub(crate) fn timed_attempt(&self, budget: Duration) -> (Result<Ready, Failure>, Duration) {
+        let started = Instant::now();
+        let outcome = self.attempt(budget);
+        (outcome, started.elapsed())
+    }
+
     /// One attempt, over within `budget` whatever the network does.
     pub(crate) fn attempt(&self, budget: Duration) -> Result<Ready, Failure> {
         let track = Arc::new(Track::default());

@@ -3,9 +3,10 @@
 
 use super::failure_text;
 use super::json::json_summary;
-use super::log_lines::{failure_counts, label};
+use super::log_lines::failure_counts;
 use super::once::once_summary;
 use super::outcome::{Ended, Outcome, TargetResult};
+use super::target_label::label;
 use crate::config::Config;
 use crate::config::Output;
 use crate::config::RunMode;

@@ -3,9 +3,7 @@
 
 use super::failure_text;
 use super::log_sink::Sink;
-use crate::config::Config;
 use crate::config::RunMode;
-use crate::config::Target;
 use crate::human::secs;
 use crate::probe::Failure;
 use crate::probe::Ready;
@@ -237,11 +235,6 @@ fn passed(ready: &Ready) -> String {
         None if servers.is_empty() => "the resource needs no authorization".to_string(),
         None => servers.join(", "),
     }
-}
-
-/// The prefix naming a target when several are waited for.
-pub(crate) fn label(config: &Config, target: &Target) -> String {
-    if config.targets.len() > 1 { format!("[{}] ", url::redact(target.name())) } else { String::new() }
 }
 
 /// `connect=40 http-status=3`

@@ -27,6 +27,7 @@ mod log_lines;
 mod log_sink;
 mod once;
 mod outcome;
+mod target_label;
 
 pub(crate) use before_wait::{dry_run, startup, usage_error};
 pub(crate) use conclusion::{cannot_wait, conclude, interrupted};
@@ -34,5 +35,6 @@ pub(crate) use delivery::cannot_hand_over;
 pub(crate) use exit_code::ExitCode;
 pub(crate) use failure_text::line as failure_line;
 pub(crate) use last_resort::prepare as prepare_last_word;
-pub(crate) use log_lines::{LineThrottle, init_logging, label, log_attempt};
+pub(crate) use log_lines::{LineThrottle, init_logging, log_attempt};
 pub(crate) use outcome::{Outcome, Stopped, TargetResult};
+pub(crate) use target_label::label;

@@ -19,7 +19,7 @@ mod metrics;
 mod watcher;
 
 pub(crate) use listener::listen;
-pub(crate) use watcher::{timed, watch_all};
+pub(crate) use watcher::watch_all;
 
 use crate::probe::{Failure, FailureClass, Ready};
 use std::sync::{Mutex, MutexGuard};

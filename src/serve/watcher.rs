@@ -9,14 +9,7 @@ use crate::report;
 use crate::wait::{self, Jitter, ThreadSleeper};
 use std::cell::Cell;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// One attempt and how long it took, DNS to the last byte.
-pub(crate) fn timed(prober: &Prober, budget: Duration) -> (Result<Ready, Failure>, Duration) {
-    let started = Instant::now();
-    let outcome = prober.attempt(budget);
-    (outcome, started.elapsed())
-}
+use std::time::Duration;
 
 /// Starts watching every target (`probers` in the order of `config.targets`) every
 /// `--watch-interval`. A thread that cannot be started is said, and its target stays as it was.
@@ -29,7 +22,7 @@ pub(crate) fn watch_all(config: &Config, interval: Duration, probers: Vec<Prober
         let spawned = std::thread::Builder::new().name(format!("watch-{i}")).spawn(move || {
             let took = Cell::new(Duration::ZERO);
             let mut attempt = |budget| {
-                let (outcome, t) = timed(&prober, budget);
+                let (outcome, t) = prober.timed_attempt(budget);
                 took.set(t);
                 outcome
             };
