@@ -40,6 +40,13 @@ pub(crate) enum FetchError {
         host: String,
         after: Duration,
     },
+    /// A local file (the token or a header file, `stage` says which) not read in time: a FIFO
+    /// with no writer, a hung mount.
+    FileTimedOut {
+        stage: Stage,
+        path: String,
+        after: Duration,
+    },
     /// The peer actively refused: nothing listens yet. Costs the provider nothing.
     Refused {
         host: String,
@@ -69,17 +76,21 @@ pub(crate) enum FetchError {
     },
 }
 
+/// The token or header file (`stage` says which) at `path` not read within `after`.
+fn file_not_read(f: &mut fmt::Formatter<'_>, stage: Stage, path: &str, after: Duration) -> fmt::Result {
+    let which = if stage == Stage::ReadingTokenFile { "token" } else { "header" };
+    write!(f, "{which} file {path} not read within {} (a FIFO with no writer, a hung mount)", secs(after))
+}
+
 impl fmt::Display for FetchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FetchError::Dns { host, detail } => write!(f, "name resolution of {host} failed: {detail}"),
+            FetchError::FileTimedOut { stage, path, after } => file_not_read(f, *stage, path, *after),
             FetchError::TimedOut { stage, host, after } => {
+                let budget = *after;
                 let after = secs(*after);
                 match stage {
-                    Stage::ReadingTokenFile | Stage::ReadingHeaderFile => {
-                        let which = if *stage == Stage::ReadingTokenFile { "token" } else { "header" };
-                        write!(f, "{which} file {host} not read within {after} (a FIFO with no writer, a hung mount)")
-                    }
                     Stage::Resolving => write!(f, "no answer from the resolver within {after} (looking up {host})"),
                     Stage::Connecting => write!(
                         f,
@@ -97,6 +108,8 @@ impl fmt::Display for FetchError {
                          or overloaded)"
                     ),
                     Stage::ReadingBody => write!(f, "body from {host} not complete within {after} (server too slow)"),
+                    // Made as FileTimedOut; said the same way should one be made here.
+                    Stage::ReadingTokenFile | Stage::ReadingHeaderFile => file_not_read(f, *stage, host, budget),
                 }
             }
             FetchError::Refused { host } => write!(f, "connection refused by {host} (nothing listening yet)"),

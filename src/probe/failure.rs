@@ -336,12 +336,10 @@ fn fetch_failure(e: FetchError, (stage, host): (Stage, String)) -> Failure {
     let network = |stage| Cause::Network { stage, host: host.clone() };
     let (class, cause) = match e {
         FetchError::Dns { host, .. } => (C::Dns, Cause::Network { stage: Stage::Resolving, host }),
-        FetchError::TimedOut { stage: Stage::ReadingTokenFile, host: path, .. } => {
+        FetchError::FileTimedOut { stage: Stage::ReadingTokenFile, path, .. } => {
             (C::Token, Cause::LocalFile { file: LocalFile::Token, path })
         }
-        FetchError::TimedOut { stage: Stage::ReadingHeaderFile, host: path, .. } => {
-            (C::HeaderFile, Cause::LocalFile { file: LocalFile::Header, path })
-        }
+        FetchError::FileTimedOut { path, .. } => (C::HeaderFile, Cause::LocalFile { file: LocalFile::Header, path }),
         FetchError::TimedOut { stage, host, .. } => {
             (if stage == Stage::Resolving { C::Dns } else { C::Timeout }, Cause::Network { stage, host })
         }
@@ -537,12 +535,12 @@ mod tests {
                 net(Stage::ReadingBody),
             ),
             (
-                FetchError::TimedOut { stage: Stage::ReadingTokenFile, host: host(), after },
+                FetchError::FileTimedOut { stage: Stage::ReadingTokenFile, path: host(), after },
                 FailureClass::Token,
                 file(LocalFile::Token),
             ),
             (
-                FetchError::TimedOut { stage: Stage::ReadingHeaderFile, host: host(), after },
+                FetchError::FileTimedOut { stage: Stage::ReadingHeaderFile, path: host(), after },
                 FailureClass::HeaderFile,
                 file(LocalFile::Header),
             ),

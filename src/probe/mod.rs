@@ -79,7 +79,12 @@ impl Track {
     fn abandoned(&self, client: &HttpClient, budget: Duration) -> Failure {
         let (stage, host) = self.progress.at();
         let (link, context, to) = self.at.lock().map(|at| at.clone()).unwrap_or_default();
-        let timed_out = FetchError::TimedOut { stage, host: host.clone(), after: budget };
+        let timed_out = match stage {
+            Stage::ReadingTokenFile | Stage::ReadingHeaderFile => {
+                FetchError::FileTimedOut { stage, path: host.clone(), after: budget }
+            }
+            _ => FetchError::TimedOut { stage, host: host.clone(), after: budget },
+        };
         link_failure(link, &context, &to, timed_out, (stage, host)).with(|f| f.proxy = client.proxy_for(&to))
     }
 }
