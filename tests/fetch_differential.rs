@@ -14,9 +14,17 @@
 //! (Go reaches it directly, whatever the proxy variables say), once by a name only the proxies
 //! resolve, and twice from the whole product.
 //!
-//! Each state: the oracle's verdict and `wait-for-idp --once`'s, with the same environment. They
-//! agree, or the state's server is a named difference (the gate is stricter on purpose, listed in
-//! docs/parity.md), which must then still differ.
+//! Each state reaches what it draws: both clients resolve the name (in a mount namespace of their
+//! own, through an /etc/hosts that maps it to a loopback address of the state's, where the state
+//! also listens, on its ports and the scheme's default port), so a client that goes direct meets
+//! the drawn server rather than "no such host". Only a state that drew a dead proxy reaches no
+//! server, and the test holds that. The route is measured, not inferred: the state server counts
+//! the connections that came direct and those its proxy dialled, for each client in turn.
+//!
+//! Each state: the oracle's verdict and route, and `wait-for-idp --once`'s, with the same
+//! environment. Their routes agree, and their verdicts agree or the state's server is a named
+//! difference (the gate is stricter on purpose, listed in docs/parity.md), which must then still
+//! differ.
 
 use crate::support::*;
 use serde_json::{Value, json};
@@ -30,9 +38,8 @@ use std::time::Duration;
 /// build).
 const SEED: u64 = 0x2404;
 
-/// The provider's name where a proxy must carry the request: Go never proxies loopback, and only
-/// the state's proxies resolve this name (to 127.0.0.1). Reserved by RFC 6761, so a client that
-/// goes direct gets "no such host".
+/// The provider's name, where a proxy may carry the request (Go never proxies loopback): the
+/// state's proxies resolve it to 127.0.0.1, the clients to the state's own loopback alias.
 const NAME: &str = "idp.corp.test";
 
 const PROXY_USER: &str = "fetch-user";
@@ -256,6 +263,8 @@ const TRUSTS: &[(Trust, usize)] =
 /// One state: a server and an environment.
 struct State {
     server: usize,
+    /// The loopback address the clients resolve [`NAME`] to, the state's alone.
+    alias: String,
     host: Host,
     proxy_var: ProxyVar,
     proxy_kind: ProxyKind,
@@ -324,8 +333,10 @@ fn draw_states(seed: u64, servers: usize) -> Vec<State> {
                 1 => matches!(h, Host::Name | Host::NameDefaultPort),
                 _ => true,
             });
+            let n = states.len();
             states.push(State {
                 server,
+                alias: format!("127.77.{}.{}", n / 250, n % 250 + 2),
                 host,
                 proxy_var: vars.draw(&mut rng, |_| true),
                 proxy_kind: kinds.draw(&mut rng, |_| true),
@@ -382,6 +393,7 @@ impl State {
         spec["ca_key"] = pki.key.clone().into();
         spec["names"] = json!(["localhost", "127.0.0.1", NAME]);
         spec["issuer"] = self.issuer_template(s).into();
+        spec["alias"] = self.alias.clone().into();
         if self.uses_proxy_server() {
             let (kind, auth) = match self.proxy_kind {
                 ProxyKind::Http => ("http", false),
@@ -479,6 +491,11 @@ impl State {
         env
     }
 
+    fn draws_a_dead_proxy(&self) -> bool {
+        self.proxy_var != ProxyVar::Unset
+            && (self.proxy_kind == ProxyKind::Dead || self.proxy_var == ProxyVar::CaseConflict)
+    }
+
     fn describe(&self, s: &Server) -> String {
         let host = match self.host {
             Host::Localhost => "localhost",
@@ -494,9 +511,21 @@ impl State {
     }
 }
 
+/// `program ARGS` with `hosts` as its /etc/hosts: in a mount namespace of its own, the file bound
+/// over /etc/hosts, then exec'd (same process, so a kill reaches it). No other change: the
+/// environment is the caller's to set.
+fn with_hosts(hosts: &Path, program: &Path) -> Command {
+    let mut cmd = Command::new("/usr/bin/unshare");
+    cmd.args(["--mount", "--propagation", "private", "/bin/sh", "-c"])
+        .arg("/bin/mount --bind \"$0\" /etc/hosts && exec \"$@\"")
+        .arg(hosts)
+        .arg(program);
+    cmd
+}
+
 /// The oracle's verdict: oauth2-proxy's discovery with this environment.
-fn oracle_verdict(env: &[(String, String)]) -> (bool, String) {
-    let mut cmd = Command::new(real_bin("fetch-discovery"));
+fn oracle_verdict(env: &[(String, String)], hosts: &Path) -> (bool, String) {
+    let mut cmd = with_hosts(hosts, &real_bin("fetch-discovery"));
     cmd.env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
@@ -516,13 +545,11 @@ fn oracle_verdict(env: &[(String, String)]) -> (bool, String) {
 /// The gate's verdict with the same environment and `--once`: its exit code decides; the reason is
 /// its JSON report's, or (when the report is missing: on a loaded machine the gate gives each
 /// output sink 40 ms, `report::delivery`, and may exit without stdout) its last log line.
-fn gate_verdict(env: &[(String, String)]) -> (bool, String) {
-    let mut cmd = gate();
-    if let Some(other) = std::env::var_os("FETCH_DIFFERENTIAL_GATE") {
-        // Another build (a branch under review): the same clean environment, another program.
-        cmd = Command::new(other);
-        cmd.env_clear().stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    }
+fn gate_verdict(env: &[(String, String)], hosts: &Path) -> (bool, String) {
+    // Another build (a branch under review) when FETCH_DIFFERENTIAL_GATE names one.
+    let program = std::env::var_os("FETCH_DIFFERENTIAL_GATE").map_or_else(|| bin().into(), std::path::PathBuf::from);
+    let mut cmd = with_hosts(hosts, &program);
+    cmd.env_clear().stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd.envs(env.iter().map(|(k, v)| (k, v))).args(["--once", "--output", "json"]);
     let r = run_with_limit(cmd, Duration::from_secs(60));
     let report: Option<Value> = serde_json::from_str(r.stdout.trim()).ok();
@@ -563,9 +590,52 @@ enum Mark {
 
 struct Row {
     state: String,
+    /// The state drew a proxy that is not there (a dead one, or a case conflict whose upper-case
+    /// variable names one): the only way a state may reach no server.
+    dead_proxy: bool,
+    /// The routes the oracle's and the gate's connections came by.
+    routes: (Route, Route),
     go: String,
     gate: String,
     mark: Mark,
+}
+
+/// How a client's connections reached the state: any direct, any through the state's proxy.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Route {
+    direct: bool,
+    proxied: bool,
+}
+
+impl Route {
+    /// What the state server counted since it was last asked (GET /routes on its control port).
+    fn since(running: &Running) -> Route {
+        let port = running.ports["control_port"].as_u64().unwrap();
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+        std::io::Write::write_all(&mut stream, b"GET /routes HTTP/1.0\r\n\r\n").unwrap();
+        let mut reply = String::new();
+        std::io::Read::read_to_string(&mut stream, &mut reply).unwrap();
+        let body: Value = serde_json::from_str(reply.split("\r\n\r\n").nth(1).unwrap_or("")).unwrap();
+        Route { direct: body["direct"].as_u64() > Some(0), proxied: body["proxied"].as_u64() > Some(0) }
+    }
+
+    /// Every way this route went, `other` went too.
+    fn within(self, other: Route) -> bool {
+        (!self.direct || other.direct) && (!self.proxied || other.proxied)
+    }
+
+    fn reached(self) -> bool {
+        self.direct || self.proxied
+    }
+
+    fn as_str(self) -> &'static str {
+        match (self.direct, self.proxied) {
+            (true, true) => "direct and proxied",
+            (true, false) => "direct",
+            (false, true) => "proxied",
+            (false, false) => "nothing reached",
+        }
+    }
 }
 
 fn mark(s: &Server, go_ok: bool, gate_ready: bool) -> Mark {
@@ -597,12 +667,22 @@ fn the_gate_fetches_as_oauth2_proxy_does() {
         let s = &servers[state.server];
         let running = state.start(s, &pki);
         let env = state.env(s, &running, &pki, dead.port);
-        let (go, gate) = std::thread::scope(|inner| {
-            let gate = inner.spawn(|| gate_verdict(&env));
-            (oracle_verdict(&env), gate.join().unwrap())
-        });
+        let hosts = pki.ca.path(&format!("hosts-{}", state.alias));
+        std::fs::write(&hosts, format!("127.0.0.1 localhost\n::1 localhost\n{} {NAME}\n", state.alias)).unwrap();
+        // One client after the other, so that each one's connections are counted as its own.
+        let go = oracle_verdict(&env, &hosts);
+        let go_route = Route::since(&running);
+        let gate = gate_verdict(&env, &hosts);
+        let gate_route = Route::since(&running);
         drop(running);
-        Row { state: state.describe(s), mark: mark(s, go.0, gate.0), go: go.1, gate: gate.1 }
+        let routes = (go_route, gate_route);
+        // Where the gate stops early on purpose (a named difference), it takes part of Go's route.
+        let mark = match mark(s, go.0, gate.0) {
+            Mark::Named(why) if routes.1.within(routes.0) => Mark::Named(why),
+            m if routes.0 == routes.1 => m,
+            _ => Mark::Disagree,
+        };
+        Row { state: state.describe(s), routes, mark, go: go.1, gate: gate.1, dead_proxy: state.draws_a_dead_proxy() }
     });
     report(seed, &rows);
 }
@@ -613,12 +693,14 @@ fn report(seed: u64, rows: &[Row]) {
     let count = |f: fn(&Mark) -> bool| rows.iter().filter(|r| f(&r.mark)).count();
     let agree = count(|m| matches!(m, Mark::Agree));
     let named = count(|m| matches!(m, Mark::Named(_)));
+    let reached = rows.iter().filter(|r| r.routes.0.reached()).count();
     let summary = format!(
-        "{agree} of {} states agree (oauth2-proxy v7.15.6's discovery vs `wait-for-idp --once`); {named} differ as listed (seed {seed:#x})",
+        "{agree} of {} states agree (oauth2-proxy v7.15.6's discovery vs `wait-for-idp --once`); {named} differ as listed; {reached} reached the drawn server, the rest drew a dead proxy (seed {seed:#x})",
         rows.len()
     );
-    let mut md =
-        format!("{summary}\n\n| state | oauth2-proxy's discovery | wait-for-idp --once | |\n|---|---|---|---|\n");
+    let mut md = format!(
+        "{summary}\n\n| state | route | oauth2-proxy's discovery | wait-for-idp --once | |\n|---|---|---|---|---|\n"
+    );
     for r in rows {
         let mark = match &r.mark {
             Mark::Agree => "agree".to_string(),
@@ -626,7 +708,12 @@ fn report(seed: u64, rows: &[Row]) {
             Mark::Disagree => "**DISAGREE**".to_string(),
             Mark::AgreesButNamed(why) => format!("**AGREES, expected to differ**: {why}"),
         };
-        md.push_str(&format!("| {} | {} | {} | {mark} |\n", r.state, r.go, r.gate));
+        let route = if r.routes.0 == r.routes.1 {
+            r.routes.0.as_str().to_string()
+        } else {
+            format!("**Go {}, the gate {}**", r.routes.0.as_str(), r.routes.1.as_str())
+        };
+        md.push_str(&format!("| {} | {route} | {} | {} | {mark} |\n", r.state, r.go, r.gate));
     }
     std::fs::write(Path::new(env!("CARGO_TARGET_TMPDIR")).join("parity-fetch.md"), &md).unwrap();
     println!("{md}");
@@ -636,6 +723,10 @@ fn report(seed: u64, rows: &[Row]) {
         .map(|r| r.state.as_str())
         .collect();
     assert!(bad.is_empty(), "states that do not hold: {bad:#?}\n\n{summary}");
+    // Every state reaches what it draws: the server, or the dead proxy it drew.
+    let unreached: Vec<&str> =
+        rows.iter().filter(|r| !r.routes.0.reached() && !r.dead_proxy).map(|r| r.state.as_str()).collect();
+    assert!(unreached.is_empty(), "states whose drawn server no client reached: {unreached:#?}");
     if seed != SEED || std::env::var_os("FETCH_DIFFERENTIAL_GATE").is_some() {
         println!("another seed or FETCH_DIFFERENTIAL_GATE: the documented counts are not compared");
         return;

@@ -36,6 +36,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -68,6 +69,10 @@ type Spec struct {
 	BodyBytes      int    `json:"body_bytes"`      // the document padded to this many bytes
 	JSON           string `json:"json"`            // the document's text variant (see document)
 	Proxy          *Proxy `json:"proxy"`
+	// Alias: another loopback address (127.x.y.z) the test's clients resolve the name to, where
+	// the state also listens, on its ports and on the scheme's default port: a client that goes
+	// direct reaches the state too, as it would in a cluster whose DNS answers.
+	Alias string `json:"alias"`
 }
 
 // Proxy is the proxy the state is reached through.
@@ -82,6 +87,9 @@ type ports struct {
 	OtherPort int `json:"other_port"`
 	HTTPPort  int `json:"http_port"`
 	ProxyPort int `json:"proxy_port,omitempty"`
+	// GET /routes there: how the connections since the last such request came, direct or
+	// through the proxy (which then resets the count). Its own connections are not counted.
+	ControlPort int `json:"control_port"`
 	// The server certificate it serves, PEM: a client may pin it (trust it as itself).
 	Leaf string `json:"leaf,omitempty"`
 }
@@ -94,25 +102,37 @@ func main() {
 		fail("usage: state-server '<JSON spec>'")
 	}
 	caCert, caKey := loadCA(spec.CACert, spec.CAKey)
-	first, other, plain := listen(), listen(), listen()
-	p := ports{Port: port(first), OtherPort: port(other), HTTPPort: port(plain)}
+	first, other, plain := counted(listen()), counted(listen()), counted(listen())
+	control := listen()
+	p := ports{Port: port(first), OtherPort: port(other), HTTPPort: port(plain), ControlPort: port(control)}
+	go http.Serve(control, http.HandlerFunc(routesSince))
 	s := &server{spec: spec, ports: &p}
+	var serveState func(l net.Listener)
 	if spec.Plain {
-		go s.serveRaw(first, nil, "http")
-		go s.serveRaw(other, nil, "http")
+		serveState = func(l net.Listener) { s.serveRaw(l, nil, "http") }
 	} else {
 		served := leaf(caCert, caKey, spec.Key, spec.Names)
 		p.Leaf = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: served.Certificate[0]}))
 		cfg := s.tlsConfig(served)
 		if spec.H2Only {
-			go s.serveH2(first, cfg)
-			go s.serveH2(other, cfg)
+			serveState = func(l net.Listener) { s.serveH2(l, cfg) }
 		} else {
-			go s.serveRaw(first, cfg, "https")
-			go s.serveRaw(other, cfg, "https")
+			serveState = func(l net.Listener) { s.serveRaw(l, cfg, "https") }
 		}
 	}
+	go serveState(first)
+	go serveState(other)
 	go s.serveRaw(plain, nil, "http")
+	if spec.Alias != "" {
+		defaultPort := 443
+		if spec.Plain {
+			defaultPort = 80
+		}
+		for _, port := range []int{p.Port, p.OtherPort, defaultPort} {
+			go serveState(counted(listenAt(spec.Alias, port)))
+		}
+		go s.serveRaw(counted(listenAt(spec.Alias, p.HTTPPort)), nil, "http")
+	}
 	if spec.Proxy != nil {
 		l := listen()
 		p.ProxyPort = port(l)
@@ -127,6 +147,60 @@ func main() {
 	select {}
 }
 
+// The routes connections came by: the peer address of each connection accepted, and the local
+// address of each connection the proxy dialled. They are matched when asked, by then every dial
+// has been recorded (the server may accept a connection before the proxy's Dial returns).
+var routes struct {
+	sync.Mutex
+	accepted []string
+	proxied  map[string]bool
+}
+
+// countingListener records the peer of every connection it accepts.
+type countingListener struct{ net.Listener }
+
+func counted(l net.Listener) net.Listener { return countingListener{l} }
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		routes.Lock()
+		routes.accepted = append(routes.accepted, c.RemoteAddr().String())
+		routes.Unlock()
+	}
+	return c, err
+}
+
+// dialRecorded dials for the proxy and records the connection as proxied.
+func dialRecorded(addr string) (net.Conn, error) {
+	up, err := net.Dial("tcp", addr)
+	if err == nil {
+		routes.Lock()
+		if routes.proxied == nil {
+			routes.proxied = map[string]bool{}
+		}
+		routes.proxied[up.LocalAddr().String()] = true
+		routes.Unlock()
+	}
+	return up, err
+}
+
+// routesSince answers {"direct": n, "proxied": m} for the connections since the last answer.
+func routesSince(w http.ResponseWriter, _ *http.Request) {
+	routes.Lock()
+	direct, proxied := 0, 0
+	for _, peer := range routes.accepted {
+		if routes.proxied[peer] {
+			proxied++
+		} else {
+			direct++
+		}
+	}
+	routes.accepted, routes.proxied = nil, nil
+	routes.Unlock()
+	json.NewEncoder(w).Encode(map[string]int{"direct": direct, "proxied": proxied})
+}
+
 func fail(msg string, args ...any) {
 	fmt.Fprintf(os.Stderr, "state-server: "+msg+"\n", args...)
 	os.Exit(2)
@@ -134,6 +208,14 @@ func fail(msg string, args ...any) {
 
 func listen() net.Listener {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fail("listen: %v", err)
+	}
+	return l
+}
+
+func listenAt(host string, port int) net.Listener {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		fail("listen: %v", err)
 	}
@@ -532,7 +614,7 @@ func httpProxy(c net.Conn, p *Proxy, statePort int) {
 	addr, err := target(host, port, statePort)
 	var up net.Conn
 	if err == nil {
-		up, err = net.Dial("tcp", addr)
+		up, err = dialRecorded(addr)
 	}
 	if err != nil {
 		io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
@@ -625,7 +707,7 @@ func socks(c net.Conn, p *Proxy, statePort int) {
 	addr, err := target(host, strconv.Itoa(int(pb[0])<<8|int(pb[1])), statePort)
 	var up net.Conn
 	if err == nil {
-		up, err = net.Dial("tcp", addr)
+		up, err = dialRecorded(addr)
 	}
 	if err != nil {
 		c.Write([]byte{5, 5, 0, 1, 0, 0, 0, 0, 0, 0})
