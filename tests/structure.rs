@@ -693,6 +693,23 @@ fn no_two_modules_share_a_name() {
     assert!(shared.is_empty(), "modules sharing a name:\n{}", shared.join("\n"));
 }
 
+/// One module-file style: a module with children is `x/mod.rs`, never `x.rs` beside `x/`, so
+/// a folder's front door is found in one place (issue 37).
+#[test]
+fn every_module_with_children_is_a_folder_with_mod_rs() {
+    let mixed: Vec<String> = files_under(&repo_root().join("src"))
+        .into_iter()
+        .filter_map(|f| f.parent().map(Path::to_path_buf))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .filter(|dir| {
+            dir.with_extension("rs").exists() || !dir.join("mod.rs").exists() && *dir != repo_root().join("src")
+        })
+        .map(|dir| dir.display().to_string())
+        .collect();
+    assert!(mixed.is_empty(), "folders beside an x.rs, or without mod.rs: {mixed:?}");
+}
+
 /// The README is for users: at most 15 KiB; depth goes to docs/ (issue 19).
 #[test]
 fn the_readme_stays_within_15_kib() {
