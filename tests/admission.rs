@@ -183,9 +183,11 @@ fn every_manifest_in_deploy_passes_a_server_side_dry_run_under_restricted() {
     );
 
     // The recipe as written, without the two flags a dry run refuses (it cannot attach), and with
-    // a lower-case image name: kubectl refuses the upper-case placeholder before sending anything,
-    // as it is meant to (tests/release.rs).
-    let image = format!("--image={}", PLACEHOLDER_IMAGE.replace("YOUR_REGISTRY", "registry.example"));
+    // a lower-case image name and a hex digest: kubectl refuses the placeholders before sending
+    // anything, as it is meant to (tests/release.rs).
+    let stand_in =
+        PLACEHOLDER_IMAGE.replace("YOUR_REGISTRY", "registry.example").replace("YOUR_DIGEST", &"ab".repeat(32));
+    let image = format!("--image={stand_in}");
     let recipe: Vec<String> = kubectl_run_recipe()
         .into_iter()
         .filter(|a| a != "--rm" && a != "-i")
