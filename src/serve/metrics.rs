@@ -5,7 +5,7 @@
 use super::{BUCKETS, Health, State};
 use crate::probe::FailureClass;
 use std::fmt::Write;
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, UNIX_EPOCH};
 
 /// The media type Prometheus asks for and gets.
 pub(super) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -38,11 +38,8 @@ impl Health {
         for t in &state.targets {
             if let Some(at) = t.last_pass.and_then(|at| at.duration_since(UNIX_EPOCH).ok()) {
                 let name = escape(&t.name);
-                let _ = writeln!(
-                    out,
-                    "wait_for_idp_last_pass_timestamp_seconds{{target=\"{name}\"}} {:.3}",
-                    at.as_secs_f64()
-                );
+                let _ =
+                    writeln!(out, "wait_for_idp_last_pass_timestamp_seconds{{target=\"{name}\"}} {}", decimal(at, 3));
             }
         }
         family(
@@ -51,8 +48,8 @@ impl Health {
             "gauge",
             "Seconds from the start until every target had passed.",
         );
-        if let Some(secs) = state.first_ready {
-            let _ = writeln!(out, "wait_for_idp_first_ready_seconds {secs:.3}");
+        if let Some(took) = state.first_ready {
+            let _ = writeln!(out, "wait_for_idp_first_ready_seconds {}", decimal(took, 3));
         }
         family(
             &mut out,
@@ -63,6 +60,14 @@ impl Health {
         let _ = writeln!(out, "wait_for_idp_failed_open {}", u8::from(state.failed_open));
         out
     }
+}
+
+/// `d` in seconds with `places` decimals, rounded half up: what `{:.N}` of an f64 writes for these
+/// magnitudes, without the float formatter.
+fn decimal(d: Duration, places: u32) -> String {
+    let scale = 10u128.pow(places);
+    let units = (d.as_nanos() * scale + 500_000_000) / 1_000_000_000;
+    format!("{}.{:0width$}", units / scale, units % scale, width = places as usize)
 }
 
 /// `wait_for_idp_checks_total{target,result,class}`: `class="none"` for a pass.
@@ -87,12 +92,12 @@ fn durations(out: &mut String, state: &State) {
     family(out, name, "histogram", "How long one check took, passed or failed.");
     for t in &state.targets {
         let target = escape(&t.name);
-        for (count, bound) in t.buckets.iter().zip(BUCKETS) {
+        for (count, (_, bound)) in t.buckets.iter().zip(BUCKETS) {
             let _ = writeln!(out, "{name}_bucket{{target=\"{target}\",le=\"{bound}\"}} {count}");
         }
         let total: u64 = t.checks.values().sum();
         let _ = writeln!(out, "{name}_bucket{{target=\"{target}\",le=\"+Inf\"}} {total}");
-        let _ = writeln!(out, "{name}_sum{{target=\"{target}\"}} {:.6}", t.seconds);
+        let _ = writeln!(out, "{name}_sum{{target=\"{target}\"}} {}", decimal(t.total, 6));
         let _ = writeln!(out, "{name}_count{{target=\"{target}\"}} {total}");
     }
 }
