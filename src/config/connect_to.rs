@@ -4,7 +4,7 @@
 //! through its in-cluster Service but validate it under its public name. The rules are read
 //! here; the resolver in `http` applies them.
 
-use super::{Notice, Source};
+use super::{ConnectToProblem, Notice, Source};
 use crate::url;
 use std::fmt;
 
@@ -22,33 +22,6 @@ impl fmt::Display for ConnectTo {
         let o = |h: &Option<String>| h.clone().unwrap_or_default();
         let p = |p: &Option<u16>| p.map(|p| p.to_string()).unwrap_or_default();
         write!(f, "{}:{}:{}:{}", o(&self.host), p(&self.port), o(&self.to_host), p(&self.to_port))
-    }
-}
-
-/// Why a `--connect-to` rule is not usable.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ConnectToProblem {
-    FieldCount,
-    BadHost(String),
-    BadPort(String),
-    ChangesNothing,
-}
-
-impl fmt::Display for ConnectToProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConnectToProblem::FieldCount => write!(
-                f,
-                "expected HOST:PORT:CONNECT_HOST:CONNECT_PORT, e.g. sso.example.com:443:keycloak.sso.svc:8443"
-            ),
-            ConnectToProblem::BadHost(h) => {
-                write!(f, "'{h}' is not a host name or address (IPv6 goes in brackets: [::1])")
-            }
-            ConnectToProblem::BadPort(p) => write!(f, "'{p}' is not a port (1-65535)"),
-            ConnectToProblem::ChangesNothing => {
-                write!(f, "names neither a CONNECT_HOST nor a CONNECT_PORT, so it would change nothing")
-            }
-        }
     }
 }
 

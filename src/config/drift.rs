@@ -2,7 +2,8 @@
 //! `--dry-run` (issue 36: used without a word, they sent the newcomer after the wrong problem).
 
 use super::Notice;
-use super::inputs::{Inputs, Raw};
+use super::Raw;
+use super::inputs::Inputs;
 use crate::settings::Id;
 
 /// The gate's issuer set (a flag or its variable) and oauth2-proxy's to another: the gate would

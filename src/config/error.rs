@@ -1,7 +1,8 @@
 //! Every way the configuration can be wrong, each as a variant whose message names the flag or
 //! variable and says what would be right. All of them exit 2.
 
-use super::{CaFileProblem, ConnectToProblem, HeaderNameProblem, Source};
+use super::problems::{CaFileProblem, ConnectToProblem, HeaderNameProblem};
+use super::source::{Raw, Source};
 use crate::settings::Id;
 use crate::token::{HeaderValueProblem, TokenProblem};
 use crate::url;
@@ -287,6 +288,14 @@ fn looks_like_path(value: &str) -> bool {
         && !value.starts_with("eyJ")
         && longest_run < 32
         && !value.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// The error for a raw value, here where the errors are, so that the value's own file needs none.
+impl Raw {
+    /// The error for a value that is not what `expected` describes.
+    pub(crate) fn invalid(&self, expected: impl Into<String>) -> ConfigError {
+        ConfigError::InvalidValue { source: self.source, value: self.value.clone(), expected: expected.into() }
+    }
 }
 
 #[cfg(test)]

@@ -3,8 +3,7 @@
 //! is a secret, handled as the token file is: checked now, re-read before every attempt
 //! (`token::read_header_value`), sent only where the token goes, never printed.
 
-use super::{ConfigError, Raw};
-use std::fmt;
+use super::{ConfigError, HeaderNameProblem, Raw};
 use std::path::PathBuf;
 
 /// One extra header: its name as given, and the file its value is read from.
@@ -12,40 +11,6 @@ use std::path::PathBuf;
 pub(crate) struct HeaderFile {
     pub(crate) name: String,
     pub(crate) path: PathBuf,
-}
-
-/// Why a `NAME=PATH` cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum HeaderNameProblem {
-    NoPath,
-    /// Not an RFC 9110 field name (a token): the character that is not allowed.
-    NotAName(Option<char>),
-    /// A field the gate sets itself or that would break the exchange, and why.
-    Reserved(&'static str),
-    /// `Authorization` with `--token-file`, which sends one.
-    TwoAuthorizations,
-    Repeated,
-}
-
-impl fmt::Display for HeaderNameProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HeaderNameProblem::NoPath => write!(f, "is not NAME=PATH; write e.g. CF-Access-Client-Id=/secrets/cf/id"),
-            HeaderNameProblem::NotAName(None) => write!(f, "has no header name before '='; write NAME=PATH"),
-            HeaderNameProblem::NotAName(Some(c)) => write!(
-                f,
-                "does not start with a header name: {c:?} is not allowed in one (letters, digits and \
-                 !#$%&'*+-.^_`|~ only, RFC 9110 §5.1); write NAME=PATH"
-            ),
-            HeaderNameProblem::Reserved(why) => write!(f, "names a header the gate cannot send: {why}"),
-            HeaderNameProblem::TwoAuthorizations => write!(
-                f,
-                "names Authorization, which --token-file already sends; give one of them (a header file's \
-                 Authorization holds the whole value, scheme included)"
-            ),
-            HeaderNameProblem::Repeated => write!(f, "names a header given before; give each header once"),
-        }
-    }
 }
 
 /// Fields the gate sets itself, or that would break the exchange, with why (checked case-blind).

@@ -5,47 +5,11 @@
 //! often render empty values). The environment is injected, so tests need not touch the process's.
 
 use super::ConfigError;
+use super::source::{Raw, Source, Sourced};
 use crate::settings::{Choice, Given, Id, Parser};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::time::Duration;
-
-/// Where a setting came from, so that an error can point at it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Source {
-    Flag(Id),
-    Env(&'static str),
-    /// Nothing set it: the table's default.
-    Default,
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Source::Flag(id) => write!(f, "{}", id.flag()),
-            Source::Env(name) => write!(f, "{name}"),
-            Source::Default => write!(f, "default"),
-        }
-    }
-}
-
-/// A raw value and its origin.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Raw {
-    pub(crate) value: String,
-    pub(crate) source: Source,
-}
-
-impl Raw {
-    /// The error for a value that is not what `expected` describes.
-    pub(crate) fn invalid(&self, expected: impl Into<String>) -> ConfigError {
-        ConfigError::InvalidValue { source: self.source, value: self.value.clone(), expected: expected.into() }
-    }
-}
-
-/// A parsed value and the raw one it came from (`None`: nothing set it).
-pub(crate) type Sourced<T> = (T, Option<Raw>);
 
 /// Reads settings from the command line and an injected environment, by the precedence the
 /// table states: the flag, else its variable, else its oauth2-proxy fallback, else its default.

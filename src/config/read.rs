@@ -2,7 +2,8 @@
 
 use super::drift;
 use super::environment::Environment;
-use super::inputs::{Inputs, Sourced};
+use super::inputs::Inputs;
+use super::source::Sourced;
 use super::{
     Checks, Config, ConfigError, Conflict, ConnectTo, Loaded, Network, Notice, Output, ProxySettings, Raw, RunMode,
     Serve, Source, Target, TerminationLog, Timing, connect_to, files, header_files, trust,

@@ -1,7 +1,8 @@
 use super::*;
 use crate::rules::authorization_server::MetadataKind;
-use crate::settings::{self, Given};
+use crate::settings::{self, Given, Id};
 use std::collections::HashMap;
+use std::time::Duration;
 
 fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Loaded, ConfigError> {
     let env: HashMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
