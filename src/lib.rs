@@ -11,7 +11,8 @@
 //!
 //! 1. url, human, progress, screen_text, base64, secret_forms, token — URL handling; durations for people; a
 //!    fetch's stage; server text made safe to show; base64; the forms a server echoes a secret in; the token file
-//! 2. rules — the document rules by specification: authorization server, protected resource, JWK Set (pure)
+//! 2. rules, go_proxy — the document rules by specification: authorization server, protected resource, JWK Set
+//!    (pure); Go's proxy rules (`ProxyFromEnvironment`, `NO_PROXY`), which config and net both follow
 //! 3. settings, config — every setting in one table; the validated configuration, read in one pass
 //! 4. net — the network: TLS, proxies, one bounded, verified GET
 //! 5. probe — one attempt and its failure class
@@ -77,6 +78,7 @@ mod base64;
 mod config;
 #[doc(hidden)]
 pub mod fuzz_checks;
+mod go_proxy;
 mod handover;
 mod human;
 mod net;

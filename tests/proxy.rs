@@ -5,7 +5,7 @@
 //! proxy named as the failure; a password never shown. The provider is `idp.test`, a name only
 //! the local proxies (tests/support/proxies.rs) map to 127.0.0.1: a pass proves the proxy was
 //! used. Go's matching rules themselves are unit-tested over Go's own cases
-//! (src/config/proxy_env.rs).
+//! (src/go_proxy/mod.rs).
 
 use crate::support::*;
 use std::process::Command;

@@ -3,6 +3,7 @@
 
 use super::problems::{CaFileProblem, ConnectToProblem, HeaderNameProblem};
 use super::source::{Raw, Source};
+use crate::go_proxy::ProxyError;
 use crate::settings::Id;
 use crate::token::{HeaderValueProblem, TokenProblem};
 use crate::url;
@@ -295,6 +296,13 @@ impl Raw {
     /// The error for a value that is not what `expected` describes.
     pub(crate) fn invalid(&self, expected: impl Into<String>) -> ConfigError {
         ConfigError::InvalidValue { source: self.source, value: self.value.clone(), expected: expected.into() }
+    }
+}
+
+/// A proxy variable Go would use and could not: the variable named, its value shown safely.
+impl From<ProxyError> for ConfigError {
+    fn from(e: ProxyError) -> ConfigError {
+        ConfigError::InvalidValue { source: Source::Env(e.variable), value: e.shown, expected: e.expected }
     }
 }
 

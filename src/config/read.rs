@@ -5,9 +5,10 @@ use super::environment::Environment;
 use super::inputs::Inputs;
 use super::source::Sourced;
 use super::{
-    Checks, Config, ConfigError, Conflict, ConnectTo, Loaded, Network, Notice, Output, ProxySettings, Raw, RunMode,
-    Serve, Source, Target, TerminationLog, Timing, connect_to, files, header_files, trust,
+    Checks, Config, ConfigError, Conflict, ConnectTo, Loaded, Network, Notice, Output, Raw, RunMode, Serve, Source,
+    Target, TerminationLog, Timing, connect_to, files, header_files, trust,
 };
+use crate::go_proxy::ProxySettings;
 use crate::rules::authorization_server::Rules;
 use crate::rules::client::Client;
 use crate::settings::{self, Given, Id, Then, ThenCommand};

@@ -3,7 +3,8 @@
 //! says besides ([`Loaded`], [`Notice`]). The folder's other files make these; none is made
 //! anywhere else.
 
-use super::{ConnectTo, HeaderFile, Notice, ProxySettings, Source, Trust};
+use super::{ConnectTo, HeaderFile, Notice, Source, Trust};
+use crate::go_proxy::ProxySettings;
 use crate::rules::authorization_server::{self, Rules};
 use crate::rules::protected_resource;
 use crate::settings::{Id, ThenCommand};

@@ -3,7 +3,7 @@
 //! - [`tls`]: rustls with Mozilla's roots and the configured CAs, and what a rejected
 //!   certificate means in words;
 //! - [`proxy`]: the connection through a proxy, as Go's Transport makes it (http, https,
-//!   SOCKS5), on the route Go's `ProxyFromEnvironment` gives (`config::ProxySettings`);
+//!   SOCKS5), on the route Go's `ProxyFromEnvironment` gives (`go_proxy::ProxySettings`);
 //! - [`socks`]: the SOCKS5 handshake;
 //! - [`http`]: the GET itself, with `--connect-to` and a bounded body;
 //! - [`fetch_error`]: why a fetch got no complete response, in words, and ureq's errors mapped

@@ -11,13 +11,13 @@
 //!
 //! Over the tunnel the TLS session to the provider is checked against the provider's name, as
 //! without a proxy. Which URL takes which route is the configuration's rule
-//! (`config::ProxySettings::route`); a proxy that fails says so, naming the proxy (never its
+//! (`go_proxy::ProxySettings::route`); a proxy that fails says so, naming the proxy (never its
 //! credentials) and the variable that set it.
 
 use super::fetch_error::{ProxyFailure, refused};
 use super::socks;
 use super::tls::{self, TlsConnector, TlsSettings};
-use crate::config::{ProxyChoice, ProxyKind, ProxySettings, Route};
+use crate::go_proxy::{ProxyChoice, ProxyKind, ProxySettings, Route};
 use crate::progress::{Progress, Stage};
 use crate::url;
 use std::io::{self, Read, Write};
@@ -236,7 +236,7 @@ fn http_connect(io: &mut TransportAdapter, authority: &str, proxy: &ProxyChoice)
 }
 
 /// `Basic` credentials, as Go's `proxyAuth` makes them. The credentials were remembered as
-/// secrets when the settings were read (`config::proxy_env`), in this form too: a proxy's error
+/// secrets when the settings were read (`go_proxy`), in this form too: a proxy's error
 /// page may echo the header, which [`crate::token::scrub`] then finds.
 fn basic((user, password): &(String, String)) -> String {
     format!("Basic {}", crate::token::basic_credentials(user, password))

@@ -12,17 +12,19 @@
 //!   (itself and its subdomains), `.domain` or `*.domain` (subdomains only), each with an
 //!   optional `:port` that must then equal the URL's port; entries that fit none are ignored;
 //! - a value is a URL (`http`, `https`, `socks5`, `socks5h`) or `host[:port]`, read as Go reads
-//!   it ([`proxy_url`](super::proxy_url)). A value Go cannot parse at all is ignored by Go
+//!   it ([`proxy_url`]). A value Go cannot parse at all is ignored by Go
 //!   (direct connections), and so by the gate. A value that parses into a proxy no connection
 //!   can reach (no host, a port beyond 65535, an unknown scheme) fails every request of the
 //!   client, so the gate refuses it before waiting, but only where Go would use it: a value in a
 //!   variable that no fetched URL uses is not an error.
 //!
 //! Which route a connection takes is the network's business (`net::proxy`); the route is decided
-//! here, so that the configuration can be judged before any waiting.
+//! here, a leaf that `config` (to judge the variables before any waiting) and `net` (to route each
+//! request) both use, so that neither holds the other's job.
 
-use super::proxy_url::{self, GoUrl};
-use super::{ConfigError, Source};
+mod proxy_url;
+
+use proxy_url::GoUrl;
 use std::fmt;
 use std::net::IpAddr;
 
@@ -74,12 +76,6 @@ pub(crate) struct ProxyError {
 impl fmt::Display for ProxyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: '{}' is not a usable proxy; expected {}", self.variable, self.shown, self.expected)
-    }
-}
-
-impl From<ProxyError> for ConfigError {
-    fn from(e: ProxyError) -> ConfigError {
-        ConfigError::InvalidValue { source: Source::Env(e.variable), value: e.shown, expected: e.expected }
     }
 }
 
@@ -609,8 +605,8 @@ mod tests {
             ("user:s3cret@p:99999", "s3cret"),
         ] {
             let e = settings(&[("HTTPS_PROXY", value)]).route("https", "idp.example", 443).unwrap_err();
-            let text = ConfigError::from(e).to_string();
-            assert!(text.starts_with("HTTPS_PROXY: '") && !text.contains(leak), "{value}: {text}");
+            assert_eq!(e.variable, "HTTPS_PROXY");
+            assert!(!e.shown.contains(leak) && !e.to_string().contains(leak), "{value}: {e}");
         }
     }
 
