@@ -20,8 +20,7 @@ pub(super) struct GoUrl {
 impl GoUrl {
     /// `URL.Hostname()`: the host without its port and brackets.
     pub(super) fn hostname(&self) -> &str {
-        let (host, _) = split_host_port(&self.host);
-        host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host)
+        crate::url::bare_host(split_host_port(&self.host).0)
     }
 
     /// `URL.Port()`: the digits after the last colon, if they form a valid optional port.
