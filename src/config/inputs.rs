@@ -152,6 +152,13 @@ impl<'a> Inputs<'a> {
         Ok((parsed, raw))
     }
 
+    /// A count setting with a default in the table (`--successes`, `--watch-failures`): that
+    /// default if unset, so that the number is written in the table alone.
+    pub(crate) fn count_or_default(&self, id: Id) -> Result<Sourced<u32>, ConfigError> {
+        let (count, raw) = self.count(id)?;
+        Ok((count.expect("a count setting read with its default has one in the table"), raw))
+    }
+
     /// One of a choice's words, else the table's default; the table's row names the same type
     /// (a test reads every word of each row).
     pub(crate) fn choice<T: Choice>(&self, id: Id) -> Result<T, ConfigError> {

@@ -117,7 +117,7 @@ struct Values {
     interval: Duration,
     attempt_timeout: Duration,
     max_attempts: Sourced<Option<u32>>,
-    successes: Sourced<Option<u32>>,
+    successes: Sourced<u32>,
     fail_closed: bool,
     connect_to: Vec<ConnectTo>,
     token_file: Option<Raw>,
@@ -184,7 +184,7 @@ impl Values {
             timeout,
             interval: inputs.duration(Id::Interval)?.0,
             max_attempts: inputs.count(Id::MaxAttempts)?,
-            successes: inputs.count(Id::Successes)?,
+            successes: inputs.count_or_default(Id::Successes)?,
             fail_closed: once || inputs.switch(Id::FailClosed)?,
             connect_to: read_connect_to(inputs)?,
             header_files: header_files::read(inputs.list(Id::HeaderFile), token_file.is_some())?,
@@ -195,7 +195,7 @@ impl Values {
             output: inputs.choice(Id::Output)?,
             termination_log,
             serve: read_serve(inputs, notices)?,
-            watch: (inputs.duration(Id::WatchInterval)?.0, inputs.count(Id::WatchFailures)?.0.unwrap_or(3)),
+            watch: (inputs.duration(Id::WatchInterval)?.0, inputs.count_or_default(Id::WatchFailures)?.0),
             mode: read_mode(inputs, once)?,
             trust: trust::read(inputs.list(Id::CaFile), inputs, notices)?,
             sources: inputs.sources(),
@@ -209,7 +209,7 @@ impl Values {
 
     /// Step 2: settings that are each valid but cannot go together.
     fn check_conflicts(&self) -> Result<(), ConfigError> {
-        let successes = self.successes.0.unwrap_or(1);
+        let successes = self.successes.0;
         let max_attempts = self.max_attempts.0.zip(self.max_attempts.1.as_ref());
         let one_issuer_only = self.discovery_url.iter().chain(&self.jwks_url).next();
         let conflict = match (one_issuer_only, max_attempts) {
@@ -266,7 +266,7 @@ impl Values {
                 interval: self.interval,
                 attempt_timeout: self.attempt_timeout,
                 max_attempts: if once { Some(1) } else { self.max_attempts.0 },
-                successes: self.successes.0.unwrap_or(1),
+                successes: self.successes.0,
             },
             network: Network { trust, proxies, connect_to: self.connect_to },
             targets,

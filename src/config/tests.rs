@@ -67,6 +67,9 @@ fn ca_file_mistakes_name_the_fix() {
     assert!(!e.contains("repeat"), "the variable takes a list: {e}");
 }
 
+/// With nothing set, every setting is read from the table's default: each `expect` of
+/// config/inputs.rs (a duration, a choice or a count read with its default) is reached here, so a
+/// table row without the default its reader needs fails this test, not a user's run.
 #[test]
 fn defaults() {
     let c = build(&["--issuer", "https://kc.example/realms/x"], &[]).unwrap();
@@ -79,6 +82,9 @@ fn defaults() {
     assert_eq!(c.timing.max_attempts, None);
     assert!(!c.fail_closed);
     assert!(!c.termination_log.create);
+    let c = build(&["--issuer", "https://kc.example/realms/x", "--serve", "127.0.0.1:9090"], &[]).unwrap();
+    let serve = c.serve.unwrap();
+    assert_eq!((serve.interval, serve.failures), (Duration::from_secs(30), 3), "the table's defaults");
 }
 
 #[test]
