@@ -26,7 +26,14 @@ fn module_of(path: &Path) -> String {
 fn layers() -> BTreeMap<String, usize> {
     let lib = std::fs::read_to_string(repo_root().join("src/lib.rs")).unwrap();
     let mut layers = BTreeMap::new();
-    for line in lib.lines().filter_map(|l| l.strip_prefix("//! ")) {
+    // Only the "# Layers" section: the next one ("# Failures") is numbered too.
+    let section = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!").map(str::trim_start))
+        .skip_while(|l| *l != "# Layers")
+        .skip(1)
+        .take_while(|l| !l.starts_with('#'));
+    for line in section {
         let Some((number, rest)) = line.split_once(". ") else { continue };
         let Ok(number) = number.parse::<usize>() else { continue };
         let names = rest.split(" — ").next().unwrap();
@@ -465,18 +472,6 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<(BTreeSet<String>, 
         .collect()
 }
 
-/// Cycles between files that another change clears (issue 37, ask 2), each as the files of one
-/// cycle, exactly: a cycle cleared, grown or new fails the test below until this list says so.
-const KNOWN_FILE_CYCLES: &[&[&str]] = &[
-    // A mod.rs that defines what its children use, and uses what they define.
-    &["probe/issuer.rs", "probe/mcp_endpoint.rs", "probe/mod.rs", "probe/resource_chain.rs"],
-    &["rules/authorization_server/mcp.rs", "rules/authorization_server/mod.rs"],
-    &["settings/help.rs", "settings/mod.rs", "settings/suggest.rs", "settings/table.rs"],
-    // Siblings.
-    &["report/before_wait.rs", "report/conclusion.rs", "report/delivery.rs", "report/json.rs"],
-    &["rules/json_text.rs", "rules/json_value.rs"],
-];
-
 /// Within a module too, no two files import each other in a circle (the layers above see only
 /// modules): a file that needs another's item and is needed back is one job split in two, or two
 /// jobs sharing a third that wants a file of its own.
@@ -496,17 +491,116 @@ fn no_files_import_each_other_in_a_circle() {
     // The graph sees through a re-export to the file that defines the item.
     assert!(graph["net/proxy.rs"].contains("net/tls/explanation.rs"), "{:?}", graph["net/proxy.rs"]);
     assert!(graph["net/http.rs"].contains("config/connect_to.rs"), "{:?}", graph["net/http.rs"]);
-    let found = cycles(&graph);
-    let known: Vec<BTreeSet<String>> =
-        KNOWN_FILE_CYCLES.iter().map(|c| c.iter().map(|f| f.to_string()).collect()).collect();
-    let new: Vec<String> = found
+    let found: Vec<String> = cycles(&graph)
         .iter()
-        .filter(|(files, _)| !known.contains(files))
         .map(|(files, cycle)| format!("{} (a cycle among {files:?})", cycle.join(" -> ")))
         .collect();
-    assert!(new.is_empty(), "files in src/ importing each other in a circle:\n{}", new.join("\n"));
-    let gone: Vec<_> = known.iter().filter(|k| !found.iter().any(|(files, _)| files == *k)).collect();
-    assert!(gone.is_empty(), "KNOWN_FILE_CYCLES lists cycles that are gone or changed: {gone:?}");
+    assert!(found.is_empty(), "files in src/ importing each other in a circle:\n{}", found.join("\n"));
+}
+
+/// A folder's `mod.rs` is its front door: it declares the files and says what the folder offers.
+/// A file that imports back from its own folder's `mod.rs` (or any folder above it) makes the door
+/// a second home for the folder's types, which is how the circles above began.
+#[test]
+fn no_file_imports_back_from_a_front_door_above_it() {
+    let back: Vec<String> = file_graph()
+        .iter()
+        .flat_map(|(file, targets)| targets.iter().map(move |target| (file, target)))
+        .filter(|(file, target)| {
+            target.ends_with("mod.rs") && file.starts_with(target.trim_end_matches("mod.rs")) && file != target
+        })
+        .map(|(file, target)| format!("{file} imports from {target}"))
+        .collect();
+    assert!(back.is_empty(), "files importing back from a mod.rs above them:\n{}", back.join("\n"));
+}
+
+/// The structure as the code has it, in `docs/structure.md`: each layer's modules with the
+/// modules each imports, then each folder's files with the files of the folder each imports. Drawn
+/// from `src/` by the same readers as the checks above, so it cannot drift: the test fails when
+/// the file differs, and `UPDATE_STRUCTURE=1` writes it.
+#[test]
+fn the_structure_picture_is_the_codes() {
+    let layers = layers();
+    let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in rust_files(&repo_root().join("src")) {
+        let module = module_of(&file);
+        let text = non_test_code(&file);
+        for used in crate_references(&text).into_iter().filter(|used| *used != module && layers.contains_key(used)) {
+            uses.entry(module.clone()).or_default().insert(used);
+        }
+    }
+    let mut by_layer: BTreeMap<usize, Vec<&String>> = BTreeMap::new();
+    for (module, layer) in &layers {
+        by_layer.entry(*layer).or_default().push(module);
+    }
+    let mut picture = String::from(
+        "# The structure\n\nDrawn from `src/` by `tests/structure.rs`, which fails when this file differs from the \
+         code (`UPDATE_STRUCTURE=1 cargo test --test integration structure::` writes it). The layers are `src/lib.rs`'s; \
+         a module imports only from its own layer or an earlier one.\n\n## Modules, leaves first, and what each imports\n\n",
+    );
+    for (layer, modules) in &by_layer {
+        for module in modules {
+            let used: Vec<&str> = uses.get(*module).into_iter().flatten().map(String::as_str).collect();
+            let used = if used.is_empty() { "nothing of the crate".to_string() } else { used.join(", ") };
+            picture.push_str(&format!("- {layer}. `{module}`: {used}\n"));
+        }
+    }
+    picture.push_str("\n## Files of each folder, and the files of the same folder each imports\n\n");
+    picture.push_str(
+        "A folder's `mod.rs` declares its files and says what the folder offers; no file imports from a `mod.rs` \
+         above it, so code a `mod.rs` holds of its own is code its files do not need.\n\n",
+    );
+    let graph = file_graph();
+    let mut folders: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for path in rust_files(&repo_root().join("src")) {
+        let file = path.strip_prefix(repo_root().join("src")).unwrap().display().to_string();
+        let Some((folder, name)) = file.rsplit_once('/') else { continue };
+        if name == "tests.rs" {
+            continue;
+        }
+        let said = if name == "mod.rs" {
+            // The front door: what it declares (its re-exports name those files' items).
+            let declared: Vec<String> = non_test_code(&path)
+                .lines()
+                .filter_map(|l| {
+                    l.trim().trim_start_matches("pub(crate) ").trim_start_matches("pub ").strip_prefix("mod ")
+                })
+                .map(|l| l.trim_end_matches(';'))
+                .map(|m| if path.with_file_name(m).is_dir() { format!("{m}/") } else { format!("{m}.rs") })
+                .collect();
+            format!("declares {}", declared.join(", "))
+        } else {
+            let inside: Vec<&str> = graph
+                .get(&file)
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t.strip_prefix(&format!("{folder}/")).filter(|rest| !rest.contains('/')))
+                .collect();
+            if inside.is_empty() { "none".to_string() } else { inside.join(", ") }
+        };
+        folders.entry(folder.to_string()).or_default().push((name.to_string(), said));
+    }
+    for (folder, files) in &mut folders {
+        files.sort();
+        picture.push_str(&format!("- `{folder}/`\n"));
+        for (name, said) in files.iter() {
+            picture.push_str(&format!("  - `{name}`: {said}\n"));
+        }
+    }
+    let circles = cycles(&graph).len();
+    picture.push_str(&format!(
+        "\nCircles between files: {circles}. Files importing from a `mod.rs` above them: none (checked by \
+         `no_file_imports_back_from_a_front_door_above_it`).\n"
+    ));
+    let path = repo_root().join("docs/structure.md");
+    if std::env::var_os("UPDATE_STRUCTURE").is_some() {
+        std::fs::write(&path, &picture).unwrap();
+    }
+    let written = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        written == picture,
+        "docs/structure.md is not the code's structure: run UPDATE_STRUCTURE=1 cargo test --test integration structure::\n{picture}"
+    );
 }
 
 /// A source file without its tests: everything before its `#[cfg(test)]` module (which ends each

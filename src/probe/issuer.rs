@@ -2,7 +2,9 @@
 //! the MCP order), judged by the specification of the URL that served it, and with
 //! `--check-jwks` a usable key in its JWK Set.
 
-use super::{Answer, Attempt, Cause, Failure, FailureClass, Link, ServerReady, moves_on, usable_body};
+use super::attempt::{Answer, Attempt};
+use super::failure::{Cause, Failure, FailureClass, Link, moves_on, usable_body};
+use super::ready::ServerReady;
 use crate::net::response::Fetched;
 use crate::rules::BodyProblem;
 use crate::rules::authorization_server::{self, Document, DocumentProblem};

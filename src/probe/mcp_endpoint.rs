@@ -6,7 +6,8 @@
 //! modern evidence they POST `initialize`, the 2025 handshake. What they stop at, the gate waits
 //! on: a server a client cannot even talk to is not ready, whatever its metadata says.
 
-use super::{Attempt, Cause, Failure, FailureClass, Link};
+use super::attempt::Attempt;
+use super::failure::{Cause, Failure, FailureClass, Link};
 use crate::net::fetch_error::FetchError;
 use crate::net::redirect::MCP_MAX_REDIRECTS as MAX_REDIRECTS;
 use crate::net::redirect::{self, RedirectKind, Redirects};

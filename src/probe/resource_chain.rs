@@ -7,8 +7,11 @@
 //! path form, then the root. Without any metadata the server's origin is its authorization server
 //! (the 2025-03-26 behaviour both SDKs keep), unless `--refuse-legacy-auth`.
 
+use super::attempt::{Answer, Attempt};
+use super::failure::{Cause, Failure, FailureClass, Link, moves_on, usable_body};
+use super::issuer;
 use super::mcp_endpoint::{self, Endpoint};
-use super::{Answer, Attempt, Cause, Failure, FailureClass, Link, Ready, issuer, moves_on, usable_body};
+use super::ready::Ready;
 use crate::net::response::Fetched;
 use crate::rules::authorization_server::MetadataKind;
 use crate::rules::protected_resource::{self, ResourceMetadata};

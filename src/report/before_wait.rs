@@ -180,7 +180,7 @@ fn settings_summary(config: &Config, mode: RunMode, notices: &[Notice]) -> Strin
 
 /// A target's first URLs, in the order tried, and the route to the first.
 fn target_lines(out: &mut String, t: &Target, config: &Config) {
-    let urls = first_urls(t, config);
+    let urls = config.first_urls(t);
     match t {
         Target::Issuer { issuer, .. } => {
             let _ = writeln!(out, "issuer          {}", url::redact(issuer));
@@ -284,9 +284,4 @@ fn shown(config: &Config, mode: RunMode, id: Id) -> String {
         Id::LogLevel | Id::Verbose => mode.log_level.word().to_string(),
         Id::LogFormat => if mode.log_json { Output::Json } else { Output::Text }.word().to_string(),
     }
-}
-
-/// Where a target's discovery starts, in the order tried ([`Config::first_urls`]).
-pub(super) fn first_urls(target: &Target, config: &Config) -> Vec<String> {
-    config.first_urls(target)
 }

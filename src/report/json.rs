@@ -3,7 +3,6 @@
 //! tests below (on constructed results) and the integration tests, so a change here is a change
 //! to what scripts reading it rely on.
 
-use super::before_wait::first_urls;
 use super::failure_text::LastFailure;
 use super::outcome::{Ended, Outcome, TargetResult};
 use crate::config::Config;
@@ -145,7 +144,7 @@ impl<'a> IssuerSummary<'a> {
         IssuerSummary {
             issuer,
             resource,
-            discovery_url: url::redact(first_urls(r.target, config).first().map_or("", String::as_str)),
+            discovery_url: url::redact(config.first_urls(r.target).first().map_or("", String::as_str)),
             metadata_url: passed
                 .and_then(|p| p.resource_metadata.as_ref().or(p.servers.first().map(|s| &s.url)))
                 .map(|u| url::redact(u)),

@@ -11,17 +11,10 @@
 //! it lies ([`super::json_value`]): a document costs its body and what the rules keep of it,
 //! whatever its shape (no tree of values is built).
 
-use super::json_value::{Json, skip_space};
+use super::json_value::{Json, hex4, skip_space};
 
 /// Go's `maxNestingDepth`: 10,000 levels pass, the next fails.
 pub(crate) const MAX_DEPTH: usize = 10_000;
-
-/// What a repair replaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Repair {
-    InvalidUtf8,
-    LoneSurrogate,
-}
 
 /// Why Go's scanner refuses the text.
 #[derive(Debug, PartialEq, Eq)]
@@ -204,12 +197,6 @@ impl Scan<'_> {
         self.at = i;
         Ok(())
     }
-}
-
-/// Four hex digits at `at`, as a UTF-16 code unit.
-pub(super) fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
-    let digits = bytes.get(at..at + 4)?;
-    digits.iter().try_fold(0, |n, &d| Some(n * 16 + char::from(d).to_digit(16)?))
 }
 
 #[cfg(test)]

@@ -6,9 +6,22 @@
 //! The members the rules check stay strict: [`Json::repair`] says whether a value held text Go
 //! reads as U+FFFD, and [`super::open_object`] fails a body where a member its caller checks did.
 
-use super::json_text::{Repair, hex4};
 use std::borrow::Cow;
 
+/// What a repair replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repair {
+    InvalidUtf8,
+    LoneSurrogate,
+}
+
+/// Four hex digits at `at`, as a UTF-16 code unit.
+pub(super) fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+    let digits = bytes.get(at..at + 4)?;
+    digits.iter().try_fold(0, |n, &d| Some(n * 16 + char::from(d).to_digit(16)?))
+}
+
+/// Past JSON's four whitespace bytes from `at`.
 pub(super) fn skip_space(bytes: &[u8], mut at: usize) -> usize {
     while bytes.get(at).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
         at += 1;

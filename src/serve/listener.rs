@@ -16,7 +16,7 @@
 //!
 //! The answer is made from [`Health`] alone.
 
-use super::Health;
+use super::health::Health;
 use super::metrics::CONTENT_TYPE;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -2,7 +2,7 @@
 //! library would cost more than the whole listener; the format is a few lines of text, and the
 //! suite checks the output with `promtool check metrics`.
 
-use super::{BUCKETS, Health, State};
+use super::health::{BUCKETS, Health, State};
 use crate::probe::FailureClass;
 use std::fmt::Write;
 use std::time::{Duration, UNIX_EPOCH};
@@ -112,7 +112,7 @@ mod tests {
     fn the_exposition_names_every_family_and_escapes_labels() {
         let h = Health::new(vec!["https://idp/\"q\"\\".into()], 1, Instant::now());
         h.record(0, &Err(Failure::new(FailureClass::Tls, "x")), Duration::from_millis(7));
-        h.record(0, &crate::serve::tests::pass(), Duration::from_secs(9));
+        h.record(0, &crate::serve::health::tests::pass(), Duration::from_secs(9));
         let m = h.metrics();
         let t = r#"target="https://idp/\"q\"\\""#;
         for line in [

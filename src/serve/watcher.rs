@@ -2,7 +2,7 @@
 //! [`Health`] and logging one line when `/readyz` changes, and nothing otherwise: a sidecar
 //! that logs every 30 s for weeks buries the line that matters.
 
-use super::{Change, Health};
+use super::health::{Change, Health};
 use crate::config::Config;
 use crate::probe::{Failure, Prober, Ready};
 use crate::report;

@@ -3,7 +3,8 @@
 //! terminal-size crate (and its system-call layer) to a binary with a size budget, to fit a help
 //! that reads well at 80 columns anyway (which is also what a pipe or `kubectl logs` gets).
 
-use super::{Arity, Parser, SETTINGS, Setting};
+use super::setting::{Arity, Parser, Setting};
+use super::table::SETTINGS;
 use std::fmt::Write as _;
 
 /// The width `--help` is written for.
@@ -156,6 +157,31 @@ fn words(paragraph: &str, width: usize) -> Vec<String> {
         if w.chars().count() > width { w.split(' ').map(str::to_string).collect() } else { vec![w] }
     };
     words.into_iter().flat_map(split).collect()
+}
+
+/// The help text of one setting, for `--help`: its own words, then its limit and default, then
+/// its variables.
+pub(super) fn full(s: &Setting) -> String {
+    let mut help = s.help.to_string();
+    let mut shown = Vec::new();
+    if let Parser::Duration { min } = s.parser
+        && !min.is_zero()
+    {
+        shown.push(format!("at least {}", humantime::format_duration(min)));
+    }
+    match (s.default, s.unset) {
+        (Some(d), _) => shown.push(format!("[default: {d}]")),
+        (None, u) if matches!(s.parser, Parser::Count) && !u.is_empty() => shown.push(format!("[default: {u}]")),
+        _ => {}
+    }
+    if !shown.is_empty() {
+        help = format!("{help}; {}", shown.join(" "));
+    }
+    match (s.env, s.fallback) {
+        (Some(env), Some(fallback)) => format!("{help} [env: {env}, else {fallback}]"),
+        (Some(env), None) => format!("{help} [env: {env}]"),
+        _ => help,
+    }
 }
 
 #[cfg(test)]

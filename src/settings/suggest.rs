@@ -3,7 +3,8 @@
 //! tip from the table: clap's own `suggestions` feature would add a string-similarity crate to the
 //! binary for what [`edit_distance`] does here).
 
-use super::{PREFIX, SETTINGS, Setting};
+use super::setting::{Id, PREFIX, Setting};
+use super::table::SETTINGS;
 use clap::builder::StyledStr;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
@@ -119,7 +120,7 @@ pub(crate) fn explain(mut e: clap::Error, args: &[std::ffi::OsString]) -> clap::
     if let Some(flag) = closest_flag(&typed) {
         e.insert(ContextKind::SuggestedArg, ContextValue::String(format!("--{flag}")));
     } else if typed == "-k" || INSECURE.iter().any(|w| typed.starts_with('-') && typed.contains(w)) {
-        let ca = super::Id::CaFile.setting();
+        let ca = Id::CaFile.setting();
         e.insert(
             ContextKind::Suggested,
             tip(format!(
@@ -313,7 +314,7 @@ mod tests {
     /// The suggestions as they were before the scan was bounded: every name against every known
     /// one, by the full edit distance. What the bounded scan must still say, name for name.
     mod unbounded {
-        use super::super::{PREFIX, PROXY_PREFIX, SETTINGS, Setting};
+        use super::{PREFIX, PROXY_PREFIX, SETTINGS, Setting};
 
         pub(super) fn edit_distance(a: &str, b: &str) -> usize {
             let b: Vec<char> = b.chars().collect();

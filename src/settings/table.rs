@@ -2,7 +2,7 @@
 //! each group). A row names only what differs from [`SWITCH`], a boolean flag with no default.
 
 use super::choice::{Choice, Format};
-use super::{Arity, Group, Id, MIN_TIMEOUT, Parser, Setting, TERMINATION_LOG};
+use super::setting::{Arity, Group, Id, MIN_TIMEOUT, Parser, Setting, TERMINATION_LOG};
 use crate::rules::authorization_server::MetadataKind;
 use crate::rules::client::Client;
 use Arity::{Many, One};
@@ -389,3 +389,24 @@ pub(crate) const SETTINGS: &[Setting] = &[
         ..SWITCH
     },
 ];
+
+// Each row sits at its id's index, so `Id::setting` cannot miss: a misplaced row fails the build.
+const _: () = {
+    assert!(SETTINGS.len() == Id::LogFormat as usize + 1);
+    let mut i = 0;
+    while i < SETTINGS.len() {
+        assert!(SETTINGS[i].id as usize == i, "SETTINGS is not in Id order");
+        i += 1;
+    }
+};
+
+impl Id {
+    pub(crate) fn setting(self) -> &'static Setting {
+        &SETTINGS[self as usize]
+    }
+
+    /// The flag as typed, `--issuer`.
+    pub(crate) fn flag(self) -> String {
+        format!("--{}", self.setting().flag)
+    }
+}

@@ -1,7 +1,7 @@
 //! Redirect targets: a `Location` resolved against the URL that sent it, as RFC 3986 §5.2 says,
 //! strictly and without normalising anything else.
 
-use super::{is_scheme, split_query_fragment};
+use super::syntax::{is_scheme, split_query_fragment};
 use std::fmt;
 
 /// A URI reference split as RFC 3986 Appendix B does, borrowed from the raw string.

@@ -8,7 +8,7 @@
 //! references RFC 3986 forbids (a first segment with `:`).
 
 use super::reference::resolve;
-use super::split;
+use super::syntax::split;
 use proptest::prelude::*;
 
 fn segment() -> impl Strategy<Value = String> {

@@ -2,47 +2,10 @@
 //! and how it can register there: the rules under `--metadata auto` and along a `--resource`
 //! chain.
 
-use super::{DocumentProblem, MetadataKind, optional_string, optional_string_array};
+use super::document::{DocumentProblem, MetadataKind, optional_string, optional_string_array};
+use super::registration::Registration;
 use crate::rules::{Json, Object, open_object, shown_list};
 use crate::url;
-
-/// How an MCP client can register with an authorization server, by its metadata (MCP
-/// authorization specification, revision 2026-07-28, "Client Registration"): with a Client ID
-/// Metadata Document (`client_id_metadata_document_supported: true`), which the revision prefers;
-/// by Dynamic Client Registration (`registration_endpoint`), which it deprecates; or neither, when
-/// only a client registered beforehand (or typed in by the user) can sign in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Registration {
-    Cimd,
-    Dcr,
-    None,
-}
-
-impl Registration {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Registration::Cimd => "cimd",
-            Registration::Dcr => "dcr",
-            Registration::None => "none",
-        }
-    }
-
-    fn of(doc: &Object<'_>) -> Registration {
-        if doc.get("client_id_metadata_document_supported").and_then(Json::as_bool) == Some(true) {
-            Registration::Cimd
-        } else if doc.get("registration_endpoint").and_then(Json::as_str).is_some_and(|e| !e.is_empty()) {
-            Registration::Dcr
-        } else {
-            Registration::None
-        }
-    }
-}
-
-/// How an MCP client can register with the server whose metadata `body` is.
-pub(crate) fn registration(body: &[u8]) -> Registration {
-    let checked = ["registration_endpoint", "client_id_metadata_document_supported"];
-    open_object(body, &checked).map_or(Registration::None, |doc| Registration::of(&doc))
-}
 
 /// Said when an MCP client has no way to register.
 const NO_REGISTRATION: &str = "registration: none: the metadata offers neither \
@@ -221,6 +184,7 @@ fn token_endpoint_rule(endpoint: &str, transport: url::Transport) -> Result<Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::authorization_server::registration;
     use serde_json::{Map, Value};
 
     /// An RFC 8414 document as the MCP TypeScript SDK's `OAuthMetadataSchema` accepts it, changed.
