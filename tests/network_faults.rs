@@ -481,6 +481,7 @@ fn finish(child: std::process::Child, started: std::time::Instant) -> Run {
         elapsed: started.elapsed(),
         // Not watched: this test's bounds are on what the gate says, not on its wall time.
         starved: std::time::Duration::ZERO,
+        timeline: String::from("not watched"),
     }
 }
 

@@ -87,7 +87,7 @@ impl Sidecar {
         let sent = Instant::now();
         // SAFETY: kill(2) on our own child, not yet reaped.
         assert_eq!(unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) }, 0);
-        let (status, starved) = watch(&mut self.child, sent, Duration::from_secs(60));
+        let (status, starved, _) = watch(&mut self.child, sent, Duration::from_secs(60));
         let took = sent.elapsed().saturating_sub(starved.saturating_sub(before.total()));
         self.log.extend(self.lines.try_iter());
         (status.code(), took, self.log)

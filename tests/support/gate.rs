@@ -20,6 +20,10 @@ pub struct Run {
     /// a wall-clock promise through. Zero on an idle machine, so the timed assertions that
     /// excuse it are as strict there as without it.
     pub starved: Duration,
+    /// When the gate was seen to write its last line and to exit, and the kernel's account of
+    /// its process at exit: what a failed timing assertion shows to tell a slow gate from a
+    /// slow machine.
+    pub timeline: String,
 }
 
 impl Run {
@@ -134,18 +138,19 @@ pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
         s
     });
     let err_thread = std::thread::spawn(move || {
-        let (mut s, mut first_word) = (String::new(), None);
+        let (mut s, mut first_word, mut last_line) = (String::new(), None, None);
         if let Some(e) = stderr {
             let mut e = BufReader::new(e);
             while e.read_line(&mut s).is_ok_and(|n| n > 0) {
                 first_word = first_word.or_else(|| own_clock(&s).map(|at| (Instant::now(), at)));
+                last_line = Some(Instant::now());
             }
         }
-        (s, first_word)
+        (s, first_word, last_line)
     });
-    let (status, starved) = watch(&mut child, started, limit);
+    let (status, starved, at_exit) = watch(&mut child, started, limit);
     let noticed = Instant::now();
-    let (stderr, first_word) = err_thread.join().unwrap();
+    let (stderr, first_word, last_line) = err_thread.join().unwrap();
     // Before its main() the gate can do nothing: a loaded machine's fork, exec and page-ins
     // (seconds, once, under a compiling cargo) are not its run. Its start is placed by its first
     // log line: received at `heard`, stamped `+at` on its own clock, so it started no later than
@@ -153,20 +158,30 @@ pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
     let before_main = first_word.map_or(Duration::ZERO, |(heard, at)| heard.saturating_duration_since(started + at));
     let elapsed = noticed - started;
     let starved = starved + own_starved + before_main.min(elapsed);
-    Run { code: status.code(), stdout: out_thread.join().unwrap(), stderr, elapsed, starved }
+    let heard =
+        |at: Option<Instant>| at.map_or("never".into(), |at| format!("{:?}", at.saturating_duration_since(started)));
+    let timeline = format!(
+        "first line heard {}, last {}, exit noticed {:?} after the spawn; {at_exit}",
+        heard(first_word.map(|(heard, _)| heard)),
+        heard(last_line),
+        elapsed
+    );
+    Run { code: status.code(), stdout: out_thread.join().unwrap(), stderr, elapsed, starved, timeline }
 }
 
 /// Polls the child until it exits (or kills it after `limit` from `started`), sampling its
 /// threads' run-queue waits; returns its status and what the machine's load took from it (over
 /// its whole life) and from this thread's noticing its exit.
-pub fn watch(child: &mut Child, started: Instant, limit: Duration) -> (std::process::ExitStatus, Duration) {
+pub fn watch(child: &mut Child, started: Instant, limit: Duration) -> (std::process::ExitStatus, Duration, String) {
     let own = || run_delay("thread-self");
     let (mut starvation, mut own_starved, mut last_poll) = (Starvation::default(), Duration::ZERO, own());
+    let mut at_exit = String::from("killed at the limit");
     loop {
         starvation.sample(child.id());
         if exited(child.id()) {
             starvation.sample(child.id());
             own_starved = own().saturating_sub(last_poll);
+            at_exit = account(child.id());
             break;
         }
         if started.elapsed() > limit {
@@ -176,7 +191,18 @@ pub fn watch(child: &mut Child, started: Instant, limit: Duration) -> (std::proc
         last_poll = own();
         std::thread::sleep(Duration::from_millis(2));
     }
-    (child.wait().unwrap(), starvation.total() + own_starved)
+    (child.wait().unwrap(), starvation.total() + own_starved, at_exit)
+}
+
+/// The kernel's account of an exited child not yet reaped (`/proc/{pid}/stat`): its CPU time in
+/// user and system mode and its block I/O delay, in clock ticks (the delay only with
+/// `kernel.task_delayacct`), and its threads' waits for a CPU as sampled.
+fn account(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command's closing parenthesis, from the third (state) on.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let field = |n: usize| fields.get(n - 3).copied().unwrap_or("?");
+    format!("at exit: utime {} stime {} blkio-delay {} ticks", field(14), field(15), field(42))
 }
 
 /// The gate running in the background, its log read as it is written, so that a test acts when
@@ -228,12 +254,13 @@ impl LiveGate {
     /// threads' waits for a CPU are read from here on (cumulative: a thread that ended before
     /// this call is the only part not seen).
     pub fn finish(mut self) -> Run {
-        let (status, starved) = watch(&mut self.child, self.started, Duration::from_secs(15 * 60));
+        let (status, starved, at_exit) = watch(&mut self.child, self.started, Duration::from_secs(15 * 60));
         let elapsed = self.started.elapsed();
         self.reader.take().unwrap().join().unwrap();
         let stdout = self.stdout.take().unwrap().join().unwrap();
         let stderr = std::mem::take(&mut self.log.0.lock().unwrap().0);
-        Run { code: status.code(), stdout, stderr, elapsed, starved }
+        let timeline = format!("exit noticed {elapsed:?} after the spawn; {at_exit}");
+        Run { code: status.code(), stdout, stderr, elapsed, starved, timeline }
     }
 }
 
@@ -259,10 +286,11 @@ pub fn run_args(mut cmd: Command, args: &[&str]) -> Run {
 pub fn assert_within(run: &Run, timeout: Duration) {
     assert!(
         run.running() <= timeout + Duration::from_millis(100),
-        "ran {:?} ({:?} of it waiting for a CPU), over the promised {:?} + 0.1s\n{}",
+        "ran {:?} ({:?} of it waiting for a CPU), over the promised {:?} + 0.1s ({})\n{}",
         run.elapsed,
         run.starved,
         timeout,
+        run.timeline,
         run.stderr
     );
 }
