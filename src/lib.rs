@@ -11,8 +11,9 @@
 //!
 //! 1. url, human, progress, screen_text, base64, secret_forms, token — URL handling; durations for people; a
 //!    fetch's stage; server text made safe to show; base64; the forms a server echoes a secret in; the token file
-//! 2. rules, go_proxy — the document rules by specification: authorization server, protected resource, JWK Set
-//!    (pure); Go's proxy rules (`ProxyFromEnvironment`, `NO_PROXY`), which config and net both follow
+//! 2. rules, go_proxy, trust_store — the document rules by specification: authorization server, protected resource,
+//!    JWK Set (pure); Go's proxy rules (`ProxyFromEnvironment`, `NO_PROXY`) and Go's trust store (CA files,
+//!    `SSL_CERT_FILE`, `SSL_CERT_DIR`), which config and net both follow
 //! 3. settings, config — every setting in one table; the validated configuration, read in one pass
 //! 4. net — the network: TLS, proxies, one bounded, verified GET
 //! 5. probe — one attempt and its failure class
@@ -91,6 +92,7 @@ mod secret_forms;
 mod serve;
 mod settings;
 mod token;
+mod trust_store;
 mod url;
 mod wait;
 

@@ -1,11 +1,12 @@
 //! Every way the configuration can be wrong, each as a variant whose message names the flag or
 //! variable and says what would be right. All of them exit 2.
 
-use super::problems::{CaFileProblem, ConnectToProblem, HeaderNameProblem};
+use super::problems::{ConnectToProblem, HeaderNameProblem};
 use super::source::{Raw, Source};
 use crate::go_proxy::ProxyError;
 use crate::settings::Id;
 use crate::token::{HeaderValueProblem, TokenProblem};
+use crate::trust_store::CaFileProblem;
 use crate::url;
 use std::fmt;
 

@@ -15,7 +15,6 @@
 //! [`Network`] by the HTTP client), so that the process passes each group on as it is.
 
 mod connect_to;
-mod der;
 mod drift;
 mod environment;
 mod error;
@@ -26,22 +25,18 @@ mod notice;
 mod problems;
 mod read;
 mod source;
-mod subject_hash;
 mod trust;
 mod types;
 
 pub(crate) use connect_to::ConnectTo;
-pub(crate) use der::validity as certificate_validity;
 pub(crate) use environment::process_names;
 pub(crate) use error::{ConfigError, Conflict};
-pub(crate) use files::{Anchors, certificate_digest};
 pub(crate) use header_files::HeaderFile;
 pub(crate) use notice::Notice;
-pub(crate) use problems::{CaFileProblem, ConnectToProblem, HeaderNameProblem};
+pub(crate) use problems::{ConnectToProblem, HeaderNameProblem};
 pub(crate) use read::load;
 pub(crate) use source::{Raw, Source};
-pub(crate) use subject_hash::subject_hash;
-pub(crate) use trust::{GoStore, Trust};
+pub(crate) use trust::Trust;
 pub(crate) use types::{Checks, Config, Loaded, Network, Output, RunMode, Serve, Target, TerminationLog, Timing};
 
 #[cfg(test)]

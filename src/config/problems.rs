@@ -31,42 +31,6 @@ impl fmt::Display for ConnectToProblem {
     }
 }
 
-/// What is wrong with a CA file.
-#[derive(Debug)]
-pub(crate) enum CaFileProblem {
-    Unreadable(std::io::Error),
-    Empty,
-    NotPem,
-    NoCertificate,
-    BadPem(String),
-    BadCertificate { index: usize, reason: String },
-}
-
-impl fmt::Display for CaFileProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CaFileProblem::Unreadable(e) if e.kind() == std::io::ErrorKind::PermissionDenied => write!(
-                f,
-                "cannot be read by the gate's user ({e}); in Kubernetes, mount it with a defaultMode every user may \
-                 read (0444), or give the pod an fsGroup the volume grants"
-            ),
-            CaFileProblem::Unreadable(e) => write!(f, "cannot be read ({e})"),
-            CaFileProblem::Empty => write!(f, "is empty; it must hold PEM 'CERTIFICATE' blocks"),
-            CaFileProblem::NotPem => write!(
-                f,
-                "is not PEM; it must hold '-----BEGIN CERTIFICATE-----' blocks (convert DER with: openssl x509 -inform der)"
-            ),
-            CaFileProblem::NoCertificate => {
-                write!(f, "holds PEM but no 'CERTIFICATE' block (a key or CSR?); give the CA certificate")
-            }
-            CaFileProblem::BadPem(e) => write!(f, "holds malformed PEM ({e})"),
-            CaFileProblem::BadCertificate { index, reason } => {
-                write!(f, "certificate #{index} cannot be used as a trust anchor ({reason})")
-            }
-        }
-    }
-}
-
 /// Why a `NAME=PATH` cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum HeaderNameProblem {

@@ -1,6 +1,7 @@
 use super::*;
 use crate::rules::authorization_server::MetadataKind;
 use crate::settings::{self, Given, Id};
+use crate::trust_store::{Anchors, CaFileProblem};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -262,6 +263,7 @@ fn go_trust_variables_add_to_the_trusted_certificates() {
     let loaded = load(&["--issuer", "https://h", "--dry-run"], &env).unwrap();
     let trust = &loaded.config.network.trust;
     assert!(trust.store.is_none());
+    let sources: Vec<_> = sources.into_iter().map(|(variable, path, n)| (Source::Env(variable), path, n)).collect();
     assert_eq!((sources, roots.anchors, warnings), (trust.sources.clone(), trust.roots.anchors.clone(), Vec::new()));
     assert!(!trust.mozilla, "both set: Go reads no system bundle or directory, so Mozilla's roots do not stand in");
     assert_eq!(trust.roots.anchors.len(), 1, "each certificate once, and the hash link is not read");

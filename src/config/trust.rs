@@ -15,15 +15,9 @@
 
 use super::{ConfigError, Notice, Raw, Source, files, inputs::Inputs};
 use crate::settings::Id;
-use files::Anchors;
-use std::collections::HashSet;
-use std::path::Path;
+use crate::trust_store::{Anchors, CERT_DIR, CERT_FILE, GoStore};
 use std::sync::Arc;
 
-/// Go's one PEM bundle, in place of the system's.
-const CERT_FILE: &str = "SSL_CERT_FILE";
-/// Go's directories of PEM files, colon-separated.
-const CERT_DIR: &str = "SSL_CERT_DIR";
 const USE_SYSTEM_TRUST_STORE: &str = "OAUTH2_PROXY_USE_SYSTEM_TRUST_STORE";
 const SKIP_VERIFY: &str = "OAUTH2_PROXY_SSL_INSECURE_SKIP_VERIFY";
 
@@ -93,10 +87,11 @@ pub(super) fn load(inputs: &TrustInputs, notices: &mut Vec<Notice>, read_store: 
     }
     let Some((file, dirs)) = &inputs.system else { return Ok(trust) };
     trust.mozilla = file.is_none() || dirs.is_none();
-    let store = GoStore { file: file.clone(), dirs: dirs.clone() };
+    let value = |raw: &Option<Raw>| raw.as_ref().map(|raw| raw.value.clone());
+    let store = GoStore { file: value(file), dirs: value(dirs) };
     if read_store {
         let (sources, warnings) = store.read(&mut trust.roots);
-        trust.sources.extend(sources);
+        trust.sources.extend(sources.into_iter().map(|(variable, path, n)| (Source::Env(variable), path, n)));
         notices.extend(warnings.into_iter().map(Notice::Warning));
     } else if file.is_some() || dirs.is_some() {
         trust.store = Some(Arc::new(store));
@@ -104,95 +99,10 @@ pub(super) fn load(inputs: &TrustInputs, notices: &mut Vec<Notice>, read_store: 
     Ok(trust)
 }
 
-/// Go's `SSL_CERT_FILE` and `SSL_CERT_DIR`, to be read when a chain needs them (`net::tls`): a
-/// system store is hundreds of files, and reading them all on every start was most of a check's
-/// CPU time.
-#[derive(Debug)]
-pub(crate) struct GoStore {
-    file: Option<Raw>,
-    dirs: Option<Raw>,
-}
-
-impl GoStore {
-    /// The most CAs of one name looked up in a directory (`<hash>.0` to `<hash>.31`).
-    const LINKS: usize = 32;
-
-    /// The certificates the directories file under these OpenSSL subject hashes (`<hash>.0`,
-    /// `<hash>.1`, … until one is missing, as `c_rehash`, `openssl rehash` and Debian's
-    /// `update-ca-certificates` name them). Each is a file Go reads too: the entry itself, or,
-    /// for a link to a name in the same directory, the file it names; but only in a directory
-    /// that can be listed, since Go reads nothing of one it cannot list (a directory one may
-    /// pass through but not read would otherwise give a file Go never sees).
-    pub(crate) fn linked(&self, hashes: &[u32]) -> Anchors {
-        let mut found = Anchors::default();
-        for dir in self.dirs().filter(|dir| std::fs::read_dir(dir).is_ok()) {
-            for hash in hashes {
-                for n in 0..Self::LINKS {
-                    let path = Path::new(dir).join(format!("{hash:08x}.{n}"));
-                    let read = files::lenient_anchors(&path, &mut found, &mut HashSet::new());
-                    if read.is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
-                        break;
-                    }
-                }
-            }
-        }
-        found
-    }
-
-    /// Everything, as Go reads it, into `into`: what each source held (the flag or variable, the
-    /// path, how many certificates), and what could not be read, said.
-    pub(crate) fn read(&self, into: &mut Anchors) -> (Vec<(Source, String, usize)>, Vec<String>) {
-        let (mut sources, mut warnings) = (Vec::new(), Vec::new());
-        let mut skipped = |raw: &Raw, path: &str, why: String| {
-            warnings.push(format!("{}: '{path}' {why}; carrying on without it, as Go does", raw.source));
-        };
-        if let Some(raw) = &self.file {
-            let mut found = HashSet::new();
-            match files::lenient_anchors(Path::new(&raw.value), into, &mut found) {
-                Ok(()) if found.is_empty() => skipped(raw, &raw.value, "holds no PEM certificate".into()),
-                Ok(()) => sources.push((raw.source, raw.value.clone(), found.len())),
-                Err(e) => skipped(raw, &raw.value, format!("cannot be read ({e})")),
-            }
-        }
-        if let Some(raw) = &self.dirs {
-            for dir in self.dirs() {
-                match files::directory_anchors(Path::new(dir), into) {
-                    Ok((n, unread)) => {
-                        for (path, e) in unread {
-                            skipped(raw, &path.display().to_string(), format!("cannot be read ({e})"));
-                        }
-                        sources.push((raw.source, dir.to_string(), n));
-                    }
-                    Err(e) => skipped(raw, dir, format!("cannot be read as a directory ({e})")),
-                }
-            }
-        }
-        (sources, warnings)
-    }
-
-    /// What changes when the store does: each source's device, inode, size and modification time
-    /// (`SSL_CERT_FILE` followed through its links, as a mounted ConfigMap's is; each directory's
-    /// own, which a file added, removed or renamed into it changes). A file rewritten in place
-    /// inside a directory is not seen; what installs CAs (`update-ca-certificates`, a ConfigMap's
-    /// update, an atomic rename) is.
-    pub(crate) fn stamp(&self) -> Vec<(u64, u64, u64, i64, i64)> {
-        use std::os::unix::fs::MetadataExt;
-        let file = self.file.iter().map(|raw| raw.value.as_str());
-        let of = |path: &str| {
-            std::fs::metadata(path).map_or((0, 0, 0, 0, 0), |m| (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
-        };
-        file.chain(self.dirs()).map(of).collect()
-    }
-
-    /// `SSL_CERT_DIR`'s directories, colon-separated, empty ones left out.
-    fn dirs(&self) -> impl Iterator<Item = &str> {
-        self.dirs.iter().flat_map(|raw| raw.value.split(':')).filter(|d| !d.is_empty())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn ca_pem(dir: &Path) -> String {
         let key = rcgen::KeyPair::generate().unwrap();
@@ -248,27 +158,5 @@ mod tests {
         assert_eq!(trust.roots.anchors.len(), 1);
         assert_eq!(trust.roots.digests.len(), 1);
         assert_eq!(trust.sources[0].2, 1);
-    }
-
-    /// A directory's links for a subject hash, as OpenSSL's tools make them: `.0`, `.1`, … up to
-    /// the first missing, each followed wherever it points.
-    #[test]
-    fn hash_links_are_read_up_to_the_first_missing() {
-        use rustls::pki_types::{CertificateDer, pem::PemObject};
-        let (dir, elsewhere) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let pem = ca_pem(dir.path());
-        let der = CertificateDer::from_pem_file(&pem).unwrap();
-        let hash = super::super::subject_hash(&webpki::anchor_from_trusted_cert(&der).unwrap().subject).unwrap();
-        let link = |target: &str, n: usize| {
-            std::os::unix::fs::symlink(target, dir.path().join(format!("{hash:08x}.{n}"))).unwrap();
-        };
-        link("ca.pem", 0);
-        link(&ca_pem(elsewhere.path()), 1);
-        link("ca.pem", 3);
-        let raw = Raw { value: format!("/nonexistent:{}", dir.path().display()), source: Source::Env(CERT_DIR) };
-        let store = GoStore { file: None, dirs: Some(raw) };
-        assert_eq!(store.linked(&[hash]).anchors.len(), 2);
-        assert_eq!(store.linked(&[hash ^ 1, hash]).anchors.len(), 2);
-        assert!(store.linked(&[hash ^ 1]).anchors.is_empty());
     }
 }

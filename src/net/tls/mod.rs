@@ -9,8 +9,9 @@
 //! one of the trusted certificates beyond Mozilla's (the self-signed certificate people hand to
 //! oauth2-proxy's `--provider-ca-file`), still checked for its name and validity period.
 
-use crate::config::{Trust, certificate_digest};
+use crate::config::Trust;
 use crate::progress::{Progress, Stage};
+use crate::trust_store::certificate_digest;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ResolvesClientCert, verify_server_cert_signed_by_trust_anchor, verify_server_name};
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms, verify_tls12_signature, verify_tls13_signature};
@@ -182,7 +183,9 @@ fn verify_pinned(
     now: UnixTime,
     refused: rustls::Error,
 ) -> Result<(), rustls::Error> {
-    let Some((not_before, not_after)) = crate::config::certificate_validity(end_entity) else { return Err(refused) };
+    let Some((not_before, not_after)) = crate::trust_store::certificate_validity(end_entity) else {
+        return Err(refused);
+    };
     let at = |secs| UnixTime::since_unix_epoch(std::time::Duration::from_secs(secs));
     if now.as_secs() > not_after {
         return Err(rustls::Error::InvalidCertificate(CertificateError::ExpiredContext {

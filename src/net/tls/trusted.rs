@@ -5,7 +5,7 @@
 //! or none, issues.
 //!
 //! A chain is first tried with the certificates the directories file under its issuers' hashed
-//! names (`<hash>.N`: `config::subject_hash`), beside the rest. Each of those is a file Go reads
+//! names (`<hash>.N`: `trust_store::subject_hash`), beside the rest. Each of those is a file Go reads
 //! too, so a chain they verify is one Go verifies. Anything else (no link, a link to another CA
 //! of the same name, a CA only in `SSL_CERT_FILE` or in a file without a link) is decided on
 //! everything, read as Go reads it: a failure is always the whole store's, said as it says it,
@@ -18,7 +18,8 @@
 //! have none): a chain only an expired CA issues fails, said with the CA's dates.
 
 use super::Refusal;
-use crate::config::{GoStore, Trust, subject_hash};
+use crate::config::Trust;
+use crate::trust_store::{GoStore, subject_hash};
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::{CertificateError, RootCertStore};
 use std::collections::HashSet;
@@ -121,7 +122,7 @@ impl Trusted {
         if first.is_ok() {
             return first;
         }
-        let mut all = crate::config::Anchors::default();
+        let mut all = crate::trust_store::Anchors::default();
         for warning in store.read(&mut all).1 {
             log::warn!("{warning}");
         }
@@ -131,7 +132,7 @@ impl Trusted {
     }
 }
 
-fn joined(base: &Anchors, more: crate::config::Anchors) -> Anchors {
+fn joined(base: &Anchors, more: crate::trust_store::Anchors) -> Anchors {
     Anchors {
         roots: RootCertStore { roots: [&base.roots.roots[..], &more.anchors].concat() },
         validity: [&base.validity[..], &more.validity].concat(),
