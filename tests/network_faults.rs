@@ -557,3 +557,27 @@ fn a_token_read_that_stalls_is_class_token_naming_the_file() {
     assert!(message.contains(&format!("token file {}", token.display())), "{message}");
     assert!(!message.contains("looking up"), "{message}");
 }
+
+/// The deadline checks excuse the time a loaded machine kept the gate from a CPU; the kernel's own
+/// sum for the whole process is what covers its short-lived threads, and it is read as root (as
+/// the test command runs). Elsewhere the sampled sum stands alone, as this says.
+#[test]
+fn the_kernels_sum_of_cpu_waits_is_read_for_an_exited_gate() {
+    let mut child = gate().arg("--version").spawn().unwrap();
+    loop {
+        // SAFETY: waitid(2) on our own child with WNOWAIT writes only into `info`.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let flags = libc::WEXITED | libc::WNOWAIT;
+        if unsafe { libc::waitid(libc::P_PID, child.id() as libc::id_t, &mut info, flags) } == 0 {
+            break;
+        }
+    }
+    let read = cpu_delay_of_process(child.id());
+    child.wait().unwrap();
+    // SAFETY: geteuid(2) cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(read.is_some(), "taskstats gave no sum for the gate's process, as root");
+    } else {
+        eprintln!("not root: taskstats answered {read:?}; the sampled sum stands alone");
+    }
+}

@@ -14,8 +14,8 @@ pub struct Run {
     pub stdout: String,
     pub stderr: String,
     pub elapsed: Duration,
-    /// How long the kernel kept the gate's threads (summed) and the measuring thread waiting for
-    /// a CPU while the gate ran, and how long the gate took to reach its main() (placed by its
+    /// How long the kernel kept the gate's threads (summed: sampled, and as the kernel sums them
+    /// at exit where taskstats answers) and the measuring thread waiting for a CPU while the gate ran, and how long the gate took to reach its main() (placed by its
     /// first log line's own clock): time a loaded machine took from it, which no program can keep
     /// a wall-clock promise through. Zero on an idle machine, so the timed assertions that
     /// excuse it are as strict there as without it.
@@ -182,6 +182,9 @@ pub fn watch(child: &mut Child, started: Instant, limit: Duration) -> (std::proc
             starvation.sample(child.id());
             own_starved = own().saturating_sub(last_poll);
             at_exit = account(child.id());
+            if let Some(all) = cpu_delay_of_process(child.id()) {
+                at_exit.push_str(&format!("; its threads waited {all:?} for a CPU in all (taskstats)"));
+            }
             break;
         }
         if started.elapsed() > limit {
@@ -191,7 +194,83 @@ pub fn watch(child: &mut Child, started: Instant, limit: Duration) -> (std::proc
         last_poll = own();
         std::thread::sleep(Duration::from_millis(2));
     }
-    (child.wait().unwrap(), starvation.total() + own_starved, at_exit)
+    // The kernel's own sum covers the threads that ended between two samples (the log's, the
+    // delivery's: a thread's wait is added to its reading only once it runs, so one that waits
+    // long, runs a moment and ends is all but never seen by sampling). Read where it can be.
+    let gate = cpu_delay_of_process(child.id()).map_or(starvation.total(), |all| all.max(starvation.total()));
+    (child.wait().unwrap(), gate + own_starved, at_exit)
+}
+
+/// The time all the threads of an exited, unreaped process (those that ended before it too)
+/// waited for a CPU, as the kernel sums it for the thread group: taskstats over generic netlink
+/// (`TASKSTATS_CMD_GET` with `TASKSTATS_CMD_ATTR_TGID`, `cpu_delay_total`), which the kernel
+/// keeps whether or not `kernel.task_delayacct` is on. `None` where taskstats cannot be asked
+/// (not root, no taskstats in the kernel): the sampled sum stands alone then.
+pub fn cpu_delay_of_process(pid: u32) -> Option<Duration> {
+    // Generic netlink: a message header (16 bytes), a genl header (4), then attributes.
+    fn message(kind: u16, command: u8, attributes: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(&(20 + attributes.len() as u32).to_ne_bytes());
+        m.extend_from_slice(&kind.to_ne_bytes());
+        m.extend_from_slice(&(libc::NLM_F_REQUEST as u16).to_ne_bytes());
+        m.extend_from_slice(&[0; 8]); // sequence number, port id: the kernel's to fill
+        m.extend_from_slice(&[command, 1, 0, 0]);
+        m.extend_from_slice(attributes);
+        m
+    }
+    fn attribute(kind: u16, data: &[u8]) -> Vec<u8> {
+        let mut a = Vec::new();
+        a.extend_from_slice(&(4 + data.len() as u16).to_ne_bytes());
+        a.extend_from_slice(&kind.to_ne_bytes());
+        a.extend_from_slice(data);
+        a.resize(a.len().next_multiple_of(4), 0);
+        a
+    }
+    fn attributes(mut b: &[u8]) -> Vec<(u16, &[u8])> {
+        let mut found = Vec::new();
+        while b.len() >= 4 {
+            let len = usize::from(u16::from_ne_bytes([b[0], b[1]]));
+            if len < 4 || len > b.len() {
+                break;
+            }
+            found.push((u16::from_ne_bytes([b[2], b[3]]) & 0x7fff, &b[4..len]));
+            b = &b[len.next_multiple_of(4).min(b.len())..];
+        }
+        found
+    }
+    // SAFETY: a socket of our own, closed below; buffers are ours and sized as passed.
+    let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_GENERIC) };
+    if fd < 0 {
+        return None;
+    }
+    let ask = |request: Vec<u8>| -> Option<Vec<u8>> {
+        let mut reply = vec![0u8; 4096];
+        // SAFETY: as above.
+        let sent = unsafe { libc::send(fd, request.as_ptr().cast(), request.len(), 0) };
+        let got = unsafe { libc::recv(fd, reply.as_mut_ptr().cast(), reply.len(), 0) };
+        // An error answer (type NLMSG_ERROR, 2) carries no attributes worth reading.
+        (sent > 0 && got > 20 && u16::from_ne_bytes([reply[4], reply[5]]) != 2)
+            .then(|| reply[20..got as usize].to_vec())
+    };
+    // The family's number by its name (GENL_ID_CTRL 16, CTRL_CMD_GETFAMILY 3, CTRL_ATTR_FAMILY_NAME 2,
+    // CTRL_ATTR_FAMILY_ID 1); then the thread group's stats (TASKSTATS_CMD_GET 1,
+    // TASKSTATS_CMD_ATTR_TGID 2), in TASKSTATS_TYPE_AGGR_TGID (5), TASKSTATS_TYPE_STATS (3).
+    let delay = ask(message(16, 3, &attribute(2, b"TASKSTATS\0")))
+        .and_then(|reply| {
+            let family = attributes(&reply).into_iter().find(|(kind, _)| *kind == 1)?.1;
+            Some(u16::from_ne_bytes(family.get(..2)?.try_into().ok()?))
+        })
+        .and_then(|family| ask(message(family, 1, &attribute(2, &pid.to_ne_bytes()))))
+        .and_then(|reply| {
+            let group = attributes(&reply).into_iter().find(|(kind, _)| *kind == 5)?.1;
+            let stats = attributes(group).into_iter().find(|(kind, _)| *kind == 3)?.1;
+            // struct taskstats: version, exit code, flag and nice, then cpu_count at 16 and
+            // cpu_delay_total at 24, in nanoseconds.
+            Some(Duration::from_nanos(u64::from_ne_bytes(stats.get(24..32)?.try_into().ok()?)))
+        });
+    // SAFETY: closing the socket opened above, once.
+    unsafe { libc::close(fd) };
+    delay
 }
 
 /// The kernel's account of an exited child not yet reaped (`/proc/{pid}/stat`): its CPU time in
