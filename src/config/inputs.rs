@@ -88,11 +88,6 @@ impl<'a> Inputs<'a> {
         }
     }
 
-    /// A single value, else the table's default (whose source is [`Source::Default`]).
-    fn single_or_default(&self, id: Id) -> Option<Raw> {
-        self.single(id).or_else(|| id.setting().default.map(|d| Raw { value: d.to_string(), source: Source::Default }))
-    }
-
     /// A repeatable setting; its variable holds a comma-separated list. oauth2-proxy's issuer
     /// variable holds exactly one URL, taken as it is: the gate must check the value the proxy
     /// will use, spaces and commas included.
@@ -132,38 +127,43 @@ impl<'a> Inputs<'a> {
         self.flag(id).len()
     }
 
-    /// A duration setting, at least the table's minimum; its default if unset.
+    /// A duration setting, at least the table's minimum; the table's default if unset (its
+    /// source then `None`).
     pub(crate) fn duration(&self, id: Id) -> Result<Sourced<Duration>, ConfigError> {
-        let min = match id.setting().parser {
-            Parser::Duration { min } => min,
-            other => unreachable!("{id:?} is read as a duration but the table says {other:?}"),
-        };
-        let raw = self.single_or_default(id).expect("a duration setting has a default");
-        Ok((parse_duration(&raw, min)?, Some(raw).filter(|r| r.source != Source::Default)))
+        let Parser::Duration { min, default } = id.setting().parser else { unreachable!("{id:?} is no duration") };
+        match self.single(id) {
+            Some(raw) => Ok((parse_duration(&raw, min)?, Some(raw))),
+            None => Ok((default, None)),
+        }
     }
 
-    /// A count setting: its default if it has one, else `None` (no limit).
-    pub(crate) fn count(&self, id: Id) -> Result<Sourced<Option<u32>>, ConfigError> {
+    /// A count setting (`--successes`, `--watch-failures`): the table's default if unset.
+    pub(crate) fn count(&self, id: Id) -> Result<Sourced<u32>, ConfigError> {
+        let Parser::Count { default } = id.setting().parser else { unreachable!("{id:?} is no count") };
+        match self.single(id) {
+            Some(raw) => Ok((parse_count(&raw)?, Some(raw))),
+            None => Ok((default, None)),
+        }
+    }
+
+    /// A limit (`--max-attempts`): none if unset.
+    pub(crate) fn limit(&self, id: Id) -> Result<Sourced<Option<u32>>, ConfigError> {
         let raw = self.single(id);
-        let parsed = match &raw {
-            Some(raw) => Some(parse_count(raw)?),
-            None => id.setting().default.map(|d| d.parse().expect("a count default is a number")),
-        };
-        Ok((parsed, raw))
-    }
-
-    /// A count setting with a default in the table (`--successes`, `--watch-failures`): that
-    /// default if unset, so that the number is written in the table alone.
-    pub(crate) fn count_or_default(&self, id: Id) -> Result<Sourced<u32>, ConfigError> {
-        let (count, raw) = self.count(id)?;
-        Ok((count.expect("a count setting read with its default has one in the table"), raw))
+        Ok((raw.as_ref().map(parse_count).transpose()?, raw))
     }
 
     /// One of a choice's words, else the table's default; the table's row names the same type
     /// (a test reads every word of each row).
     pub(crate) fn choice<T: Choice>(&self, id: Id) -> Result<T, ConfigError> {
-        let raw = self.single_or_default(id).expect("a choice setting has a default");
+        let Parser::Choice { default, .. } = id.setting().parser else { unreachable!("{id:?} is no choice") };
+        let raw = self.single(id).unwrap_or_else(|| Raw { value: default.to_string(), source: Source::Default });
         T::from_word(raw.value.trim()).ok_or_else(|| raw.invalid(id.setting().placeholder().replace('|', " or ")))
+    }
+
+    /// A path setting: the value given, or the table's default and that it is one.
+    pub(crate) fn path(&self, id: Id) -> (String, bool) {
+        let Parser::Path { default } = id.setting().parser else { unreachable!("{id:?} is no path") };
+        self.single(id).map_or((default.to_string(), true), |raw| (raw.value, false))
     }
 }
 

@@ -41,7 +41,7 @@ pub(crate) fn load(
 /// [`load`] with a lookup that answers a value that is not UTF-8 as unset, having noted it.
 fn load_from(given: &Given, env: &dyn Fn(&str) -> Option<String>, names: &[&str]) -> Result<Loaded, ConfigError> {
     let inputs = Inputs::new(given, env);
-    let dry_run = !given.get(Id::DryRun).is_empty();
+    let dry_run = inputs.switch(Id::DryRun)?;
     let mut notices = unknown_variables(names, dry_run)?;
     let values = Values::read(&inputs, names, &mut notices)?;
     values.check_conflicts()?;
@@ -169,10 +169,9 @@ impl Values {
         }
         let once = inputs.switch(Id::Once)?;
         let token_file = inputs.single(Id::TokenFile);
-        let termination_log = match inputs.single(Id::TerminationLog) {
-            Some(raw) => TerminationLog { path: PathBuf::from(raw.value), create: true },
-            None => TerminationLog { path: PathBuf::from(settings::TERMINATION_LOG), create: false },
-        };
+        // The default is written only if it exists (the kubelet's mount); one given is created.
+        let (path, default) = inputs.path(Id::TerminationLog);
+        let termination_log = TerminationLog { path: PathBuf::from(path), create: !default };
         let timeout = inputs.duration(Id::Timeout)?.0;
         let attempt = inputs.duration(Id::AttemptTimeout)?;
         Ok(Values {
@@ -183,8 +182,8 @@ impl Values {
             },
             timeout,
             interval: inputs.duration(Id::Interval)?.0,
-            max_attempts: inputs.count(Id::MaxAttempts)?,
-            successes: inputs.count_or_default(Id::Successes)?,
+            max_attempts: inputs.limit(Id::MaxAttempts)?,
+            successes: inputs.count(Id::Successes)?,
             fail_closed: once || inputs.switch(Id::FailClosed)?,
             connect_to: read_connect_to(inputs)?,
             header_files: header_files::read(inputs.list(Id::HeaderFile), token_file.is_some())?,
@@ -195,7 +194,7 @@ impl Values {
             output: inputs.choice(Id::Output)?,
             termination_log,
             serve: read_serve(inputs, notices)?,
-            watch: (inputs.duration(Id::WatchInterval)?.0, inputs.count_or_default(Id::WatchFailures)?.0),
+            watch: (inputs.duration(Id::WatchInterval)?.0, inputs.count(Id::WatchFailures)?.0),
             mode: read_mode(inputs, once)?,
             trust: trust::read(inputs.list(Id::CaFile), inputs, notices)?,
             sources: inputs.sources(),

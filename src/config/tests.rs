@@ -68,9 +68,25 @@ fn ca_file_mistakes_name_the_fix() {
     assert!(!e.contains("repeat"), "the variable takes a list: {e}");
 }
 
-/// With nothing set, every setting is read from the table's default: each `expect` of
-/// config/inputs.rs (a duration, a choice or a count read with its default) is reached here, so a
-/// table row without the default its reader needs fails this test, not a user's run.
+/// Every default the table writes (typed by its parser) is a value its reader takes when given:
+/// `--help` says it, and saying it back changes nothing, the duration's minimum included.
+#[test]
+fn every_default_is_a_value_its_setting_takes() {
+    for s in settings::SETTINGS {
+        let Some(default) = s.default_text() else { continue };
+        let flag = s.id.flag();
+        let given = load(&["--issuer", "https://h", &flag, &default], &[]).unwrap_or_else(|e| panic!("{flag}: {e}"));
+        let unset = load(&["--issuer", "https://h"], &[]).unwrap();
+        let (given, unset) = (&given.config, &unset.config);
+        let timing = |c: &Config| (c.timing.timeout, c.timing.interval, c.timing.attempt_timeout, c.timing.successes);
+        assert_eq!(timing(given), timing(unset), "{flag} {default}");
+        assert_eq!((given.output, given.checks.rules.kind), (unset.output, unset.checks.rules.kind), "{flag}");
+        assert_eq!(given.termination_log.path, unset.termination_log.path, "{flag}");
+    }
+}
+
+/// With nothing set, every setting is read from the table's default, typed by its parser: a
+/// duration, a count or a choice has one by its kind, so no reader can find it missing.
 #[test]
 fn defaults() {
     let c = build(&["--issuer", "https://kc.example/realms/x"], &[]).unwrap();
@@ -486,7 +502,7 @@ fn every_setting_in_the_table_is_read() {
 fn a_choice_setting_takes_every_word_its_row_lists() {
     use crate::settings::{Choice, Parser};
     for s in settings::SETTINGS {
-        let Parser::Choice(words) = s.parser else { continue };
+        let Parser::Choice { words, .. } = s.parser else { continue };
         let flag = s.id.flag();
         for word in words() {
             let loaded = load(&["--issuer", "https://h", &flag, word], &[]).unwrap_or_else(|e| panic!("{e}"));

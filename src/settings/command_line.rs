@@ -65,7 +65,7 @@ fn command_for(long_help: bool) -> Command {
         }
         // clap keeps a value name for the life of the command, which is the process's.
         let placeholder: &'static str = match s.parser {
-            Parser::Choice(_) => s.placeholder().leak(),
+            Parser::Choice { .. } => s.placeholder().leak(),
             _ => s.value_name,
         };
         arg = match s.arity {
@@ -218,7 +218,7 @@ mod tests {
     #[test]
     fn a_choice_settings_help_names_each_of_its_words() {
         for s in SETTINGS {
-            let Parser::Choice(words) = s.parser else { continue };
+            let Parser::Choice { words, .. } = s.parser else { continue };
             for word in words() {
                 assert!(s.brief.contains(word) || s.help.contains(word), "--{}'s help does not name {word}", s.flag);
             }

@@ -71,7 +71,7 @@ Exit codes:
 /// The one line `-h` gives a setting: its brief, and a short default.
 pub(super) fn brief(s: &Setting) -> String {
     let brief = if s.brief.is_empty() { s.help } else { s.brief };
-    match s.default {
+    match s.default_text() {
         Some(d) if d.len() < 10 => format!("{brief} [default: {d}]"),
         _ => brief.to_string(),
     }
@@ -85,7 +85,7 @@ pub(super) fn summary() -> String {
         let value = match (s.arity, s.parser) {
             (Arity::Switch | Arity::Count, _) => "",
             (_, _) if placeholder.len() <= 10 => &placeholder,
-            (_, Parser::Choice(_)) => "WORD",
+            (_, Parser::Choice { .. }) => "WORD",
             _ => "VALUE",
         };
         format!("  {short}--{} {value}", s.flag)
@@ -164,14 +164,14 @@ fn words(paragraph: &str, width: usize) -> Vec<String> {
 pub(super) fn full(s: &Setting) -> String {
     let mut help = s.help.to_string();
     let mut shown = Vec::new();
-    if let Parser::Duration { min } = s.parser
+    if let Parser::Duration { min, .. } = s.parser
         && !min.is_zero()
     {
         shown.push(format!("at least {}", humantime::format_duration(min)));
     }
-    match (s.default, s.unset) {
+    match (s.default_text(), s.unset) {
         (Some(d), _) => shown.push(format!("[default: {d}]")),
-        (None, u) if matches!(s.parser, Parser::Count) && !u.is_empty() => shown.push(format!("[default: {u}]")),
+        (None, u) if matches!(s.parser, Parser::Limit) && !u.is_empty() => shown.push(format!("[default: {u}]")),
         _ => {}
     }
     if !shown.is_empty() {

@@ -25,6 +25,6 @@ pub(crate) use choice::{Choice, Format};
 pub use command_line::command;
 pub(crate) use command_line::{Given, Then, ThenCommand};
 pub(crate) use help::VERSION;
-pub(crate) use setting::{Id, Parser, TERMINATION_LOG};
+pub(crate) use setting::{Id, Parser};
 pub(crate) use suggest::{near_misses, unknown_variables};
 pub(crate) use table::SETTINGS;

@@ -54,19 +54,34 @@ pub(crate) enum Arity {
     Many,
 }
 
-/// How a value is read, where the table decides it: the rest are read as they are and checked by
-/// `config` by the setting's own rules (a URL, a path, a `--connect-to` rule, an address).
+/// How a value is read, where the table decides it, and its default, typed as the value is: the
+/// one place a default is written, and one a reader cannot miss (a duration, a count or a choice
+/// has one by its kind, not by an `Option` the reader must trust). The rest are read as they are
+/// and checked by `config` by the setting's own rules (a URL, a path, a `--connect-to` rule, an
+/// address), and are unset by default.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Parser {
     Plain,
+    /// A file's path, this one when unset.
+    Path {
+        default: &'static str,
+    },
     /// A positive duration with a unit, at least `min` (zero: any positive one).
     Duration {
         min: Duration,
+        default: Duration,
     },
-    /// A whole number of at least 1.
-    Count,
-    /// One of a [`Choice`]'s words: its type's [`Choice::words`].
-    Choice(fn() -> Vec<&'static str>),
+    /// A whole number of at least 1, this one when unset.
+    Count {
+        default: u32,
+    },
+    /// A whole number of at least 1; unset, no limit.
+    Limit,
+    /// One of a [`Choice`]'s words (its type's [`Choice::words`]), this one when unset.
+    Choice {
+        words: fn() -> Vec<&'static str>,
+        default: &'static str,
+    },
 }
 
 /// Where a flag is listed in `--help`.
@@ -100,8 +115,6 @@ pub(crate) struct Setting {
     pub(crate) env: Option<&'static str>,
     /// oauth2-proxy's variable, read when neither the flag nor `env` is set.
     pub(crate) fallback: Option<&'static str>,
-    /// The value when nothing sets it, parsed like any other; `None`: unset (no limit, no file).
-    pub(crate) default: Option<&'static str>,
     /// What `--help` and `--dry-run` say when there is no default.
     pub(crate) unset: &'static str,
     pub(crate) value_name: &'static str,
@@ -126,8 +139,19 @@ impl Setting {
     /// What `--help` calls the value: a choice's words (`oidc|oauth|auto`), else the table's name.
     pub(crate) fn placeholder(&self) -> String {
         match self.parser {
-            Parser::Choice(words) => words().join("|"),
+            Parser::Choice { words, .. } => words().join("|"),
             _ => self.value_name.to_string(),
+        }
+    }
+
+    /// The default as `--help` says it, from the parser's typed value; `None`: unset (no limit,
+    /// no file).
+    pub(crate) fn default_text(&self) -> Option<String> {
+        match self.parser {
+            Parser::Plain | Parser::Limit => None,
+            Parser::Path { default } | Parser::Choice { default, .. } => Some(default.to_string()),
+            Parser::Duration { default, .. } => Some(humantime::format_duration(default).to_string()),
+            Parser::Count { default } => Some(default.to_string()),
         }
     }
 }
