@@ -37,8 +37,27 @@ pub fn real_bin(name: &str) -> PathBuf {
     path
 }
 
-/// A loopback port free right now (for programs that bind their own ports).
+/// A loopback port free right now, for programs that bind their own ports later: below the
+/// kernel's ephemeral range, so that no outgoing connection of a busy suite (any process's) can
+/// be given it as its own port in the meantime, which then fails the program's bind or, worse,
+/// leaves a stranger answering on it. (Port 0's answer is an ephemeral port: seen to collide
+/// under two suites at once.) Each test process walks its own sequence from an offset its pid
+/// picks, so two suites at once rarely try the same port, and the bind check settles it.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let ephemeral_low: u32 = range.split_whitespace().next().and_then(|p| p.parse().ok()).unwrap_or(32768);
+    let (low, span) = (10_000, ephemeral_low.saturating_sub(10_000).max(1000));
+    let start = std::process::id().wrapping_mul(7919) % span;
+    for _ in 0..span {
+        let port = low + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        if let Ok(port) = u16::try_from(port)
+            && TcpListener::bind(("127.0.0.1", port)).is_ok()
+        {
+            return port;
+        }
+    }
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
