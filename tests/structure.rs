@@ -277,13 +277,7 @@ struct Source {
 fn source(text: &str) -> Source {
     // The test module (`#[cfg(test)] mod tests`) is the file's own business: its `super` is the
     // file itself. A `#[cfg(test)]` function elsewhere is code like any other.
-    let end = text
-        .match_indices("#[cfg(test)]")
-        .find(|(at, m)| {
-            let after = text[at + m.len()..].trim_start();
-            after.strip_prefix("mod tests").is_some_and(|rest| rest.trim_start().starts_with('{'))
-        })
-        .map_or(text.len(), |(at, _)| at);
+    let end = test_module_start(text);
     let toks = tokens(&code_only(&text[..end]));
     let (mut imports, mut paths, mut words) = (Vec::new(), Vec::new(), BTreeSet::new());
     let mut i = 0;
@@ -610,10 +604,19 @@ fn non_test_code(file: &Path) -> String {
         return String::new();
     }
     let text = std::fs::read_to_string(file).unwrap();
-    match text.find("#[cfg(test)]") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
+    text[..test_module_start(&text)].to_string()
+}
+
+/// Where a file's test module (`#[cfg(test)] mod tests { … }`) starts, or its end: a
+/// `#[cfg(test)]` function elsewhere in the file is code like any other.
+fn test_module_start(text: &str) -> usize {
+    text.match_indices("#[cfg(test)]")
+        .find(|(at, m)| {
+            let after = text[at + m.len()..].trim_start();
+            let after = after.strip_prefix("pub(super) ").unwrap_or(after);
+            after.strip_prefix("mod tests").is_some_and(|rest| rest.trim_start().starts_with('{'))
+        })
+        .map_or(text.len(), |(at, _)| at)
 }
 
 /// Long files are where jobs pile up: split one by job before it passes this.

@@ -2,7 +2,8 @@
 //! and the origins it may go to, what is left of the budget, and where the attempt has got to
 //! ([`Track`], read by the waiting side when it gives up on the attempt).
 
-use super::failure::{Failure, Link, link_failure, redirect_hint, refused_address, skipped_by_proxy};
+use super::classify::{link_failure, redirect_hint, refused_address, skipped_by_proxy};
+use super::failure::{Failure, Link};
 use crate::config::Checks;
 use crate::net::fetch_error::FetchError;
 use crate::net::http::HttpClient;

@@ -3,7 +3,8 @@
 //! `--check-jwks` a usable key in its JWK Set.
 
 use super::attempt::{Answer, Attempt};
-use super::failure::{Cause, Failure, FailureClass, Link, moves_on, usable_body};
+use super::classify::{moves_on, usable_body};
+use super::failure::{Cause, Failure, FailureClass, Link};
 use super::ready::ServerReady;
 use crate::net::response::Fetched;
 use crate::rules::BodyProblem;

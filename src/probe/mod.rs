@@ -10,6 +10,7 @@
 //! its own socket timeout), and names the link and the stage it hung in.
 
 mod attempt;
+mod classify;
 mod failure;
 mod issuer;
 mod mcp_endpoint;

@@ -8,7 +8,8 @@
 //! (the 2025-03-26 behaviour both SDKs keep), unless `--refuse-legacy-auth`.
 
 use super::attempt::{Answer, Attempt};
-use super::failure::{Cause, Failure, FailureClass, Link, moves_on, usable_body};
+use super::classify::{moves_on, usable_body};
+use super::failure::{Cause, Failure, FailureClass, Link};
 use super::issuer;
 use super::mcp_endpoint::{self, Endpoint};
 use super::ready::Ready;
