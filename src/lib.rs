@@ -1,6 +1,6 @@
 //! wait-for-idp: gate a pod's start on its OpenID Connect identity provider really serving its
 //! metadata. The binary is a thin shell around [`main`]; the library exposes only what the
-//! integration tests and fuzz targets need: URL handling ([`url`]), the document rules
+//! integration tests and fuzz targets need: URL handling (`url`), the document rules
 //! ([`rules`]) and the fuzz properties.
 //!
 //! # Layers

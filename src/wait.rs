@@ -16,7 +16,7 @@
 //!   struggling provider or DNS server gets about one request a second from each;
 //! - a 429 or 503 with `Retry-After` waits what it asks, up to [`RETRY_AFTER_CAP`], plus a random
 //!   part of the interval so that gates told the same moment do not all return at it;
-//! - a failure that retrying cannot change ([`Failure::conclusive`]) ends the wait at once.
+//! - a failure that retrying cannot change (`Failure::conclusive`) ends the wait at once.
 
 use crate::config::Timing;
 use crate::probe::{Failure, FailureClass, LastWord, Ready};
@@ -208,8 +208,8 @@ pub(crate) struct AttemptReport<'a> {
 ///
 /// Why the equilibrium distribution and not a uniform one. A paced pause is U(a, 1) intervals
 /// (a = [`PACED_LOW`]). The time from a random moment to the next attempt of a gate that had
-/// been polling for ever (the forward recurrence time) has the density P(pause > x) / E[pause]:
-/// flat on [0, a), which holds a share a / E[pause] = 2a / (1 + a) of it, and falling linearly
+/// been polling for ever (the forward recurrence time) has the density P(pause > x) / E\[pause\]:
+/// flat on [0, a), which holds a share a / E\[pause\] = 2a / (1 + a) of it, and falling linearly
 /// to 0 on [a, 1), where it is a triangle: the smaller of two uniform draws. Gates whose first
 /// paced pause is drawn from it are, from then on, a stationary renewal process each, so their
 /// sum is flat; a uniform 0-1 draw instead puts the round after it (80 % of an interval later)

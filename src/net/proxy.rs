@@ -7,7 +7,7 @@
 //! - to an http proxy, for an http URL: the request itself in absolute form
 //!   (`GET http://host:port/path`), with the same header;
 //! - to a SOCKS5 proxy (`socks5` or `socks5h`, the same in Go): the host name, not an address
-//!   ([`socks`](super::socks)).
+//!   ([`socks`]).
 //!
 //! Over the tunnel the TLS session to the provider is checked against the provider's name, as
 //! without a proxy. Which URL takes which route is the configuration's rule

@@ -21,7 +21,7 @@ pub(crate) struct Ready {
     pub(crate) resource_metadata: Option<String>,
     /// The issuer (an `--issuer` target) or every server the resource lists, in its order.
     pub(crate) servers: Vec<ServerReady>,
-    /// Warnings about the resource's own links (plain http accepted: [`url::Transport`]); each
+    /// Warnings about the resource's own links (plain http accepted: [`crate::url::Transport`]); each
     /// server's are in its document.
     pub(crate) warnings: Vec<String>,
     /// Every name the attempt resolved, with its addresses.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-/// A setting's name in code. The discriminant is its row in [`SETTINGS`] (checked when compiled).
+/// A setting's name in code. The discriminant is its row in [`super::SETTINGS`] (checked when compiled).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Id {
     Issuer,
@@ -77,7 +77,7 @@ pub(crate) enum Parser {
     },
     /// A whole number of at least 1; unset, no limit.
     Limit,
-    /// One of a [`Choice`]'s words (its type's [`Choice::words`]), this one when unset.
+    /// One of a [`super::Choice`]'s words (its type's [`super::Choice::words`]), this one when unset.
     Choice {
         words: fn() -> Vec<&'static str>,
         default: &'static str,

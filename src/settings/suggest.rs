@@ -1,7 +1,7 @@
 //! Near misses, named with what was meant: a misspelt `WAIT_FOR_IDP_*` variable, a variable that
 //! looks like an issuer's when no issuer is set, and an unknown flag (clap's usage error, given a
 //! tip from the table: clap's own `suggestions` feature would add a string-similarity crate to the
-//! binary for what [`edit_distance`] does here).
+//! binary for what `edit_distance` does here).
 
 use super::setting::{Id, PREFIX, Setting};
 use super::table::SETTINGS;

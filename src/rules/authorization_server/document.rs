@@ -43,7 +43,7 @@ const OAUTH_SUFFIX: &str = "/.well-known/oauth-authorization-server";
 ///
 /// OIDC Discovery §4.1: remove one terminating `/`, append `/.well-known/openid-configuration`.
 /// RFC 8414 §3.1: remove one terminating `/`, insert `/.well-known/oauth-authorization-server`
-/// between the host and the path. The issuer must have passed [`url::check_issuer`]. For `auto`,
+/// between the host and the path. The issuer must have passed `url::check_issuer`. For `auto`,
 /// the first of `candidates`.
 pub fn well_known_url(issuer: &str, kind: MetadataKind) -> String {
     match kind {
@@ -106,7 +106,7 @@ pub enum DocumentProblem {
     NotHttps(String),
     /// `issuer` appears `count` times: clients may read different values (Go's encoding/json, in
     /// go-oidc and oauth2-proxy, matches member names case-insensitively and takes the last).
-    /// `names` as spelt, the first [`NAMES_SHOWN`].
+    /// `names` as spelt, the first `NAMES_SHOWN`.
     Duplicate { names: Vec<String>, count: usize },
     /// The guarded client (`--client`) refuses it by its own rules: waiting cannot change that.
     Refused(String),

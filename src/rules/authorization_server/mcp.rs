@@ -15,7 +15,7 @@ const NO_REGISTRATION: &str = "registration: none: the metadata offers neither \
 
 /// What an MCP client requires of an authorization server's document beyond its specification,
 /// under `--metadata auto` and along a `--resource` chain; `spec` is the one the candidate URL
-/// is judged by. Returns the warnings; the document has passed [`validate_document`].
+/// is judged by. Returns the warnings; the document has passed [`super::validate_document`].
 ///
 /// Measured against the MCP TypeScript client 2.4.0 and SDK 1.32.2 (`client/auth`, `shared/auth`):
 /// `discoverAuthorizationServerMetadata` parses an RFC 8414 document with `OAuthMetadataSchema`
