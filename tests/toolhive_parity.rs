@@ -307,13 +307,7 @@ fn runner_start(state: &State, issuer: &str, trust: (&str, &Path), dir: &Path) -
         }
         if http_status(port, "/health") == Some(200) {
             // The answer is the runner's own, not a stranger's on a port it then could not bind.
-            let listener = Command::new("ss").args(["-tlnpH", &format!("sport = :{port}")]).output().expect("ss runs");
-            let listener = String::from_utf8_lossy(&listener.stdout).into_owned();
-            assert!(
-                listener.contains(&format!("pid={},", runner.child.id())),
-                "/health on port {port} was answered by another process:\n{listener}\n{}",
-                runner.log_tail(5)
-            );
+            assert_listener_in_group(port, runner.child.id(), "the runner's /health");
             let away = non_loopback(runner.child.id());
             assert!(away.is_empty(), "the runner has connections off loopback:\n{}", away.join("\n"));
             return (true, "starts (/health 200)".into());

@@ -61,6 +61,20 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// Panics unless the socket listening on loopback `port` is held by a process of `group` (a
+/// [`Daemon`]'s process group, which is its pid): a 200 from a stranger on a port the program then
+/// could not bind would otherwise read as the program's own start.
+pub fn assert_listener_in_group(port: u16, group: u32, what: &str) {
+    let out = Command::new("ss").args(["-tlnpH", &format!("sport = :{port}")]).output().expect("ss (iproute2) runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let pgrp = |pid: &str| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<u32>().ok())
+    };
+    let ours = text.split("pid=").skip(1).filter_map(|rest| rest.split(',').next()).any(|pid| pgrp(pid) == Some(group));
+    assert!(ours, "{what}: port {port} answered, but its listener is not in process group {group}:\n{text}");
+}
+
 /// A child process in a process group of its own, killed with its group when dropped; its output
 /// goes to a log file that failures show.
 pub struct Daemon {
@@ -140,6 +154,7 @@ pub fn observe_start(daemon: &mut Daemon, port: u16, window: Duration) -> Starte
             return Started::Exited(status.code());
         }
         if http_status(port, "/ping") == Some(200) {
+            assert_listener_in_group(port, daemon.child.id(), "/ping");
             return Started::Serving;
         }
         if Instant::now() > deadline {
