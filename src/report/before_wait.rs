@@ -20,7 +20,8 @@ use std::io::Write;
 /// must not turn exit 2 into an abort, so write errors are ignored.
 pub(crate) fn usage_error(e: &ConfigError) -> ExitCode {
     // After the log's lines already queued (the start line, when --serve cannot listen).
-    super::log_sink::drained(std::time::Instant::now() + super::delivery::DELIVERY_BOUND);
+    let now = std::time::Instant::now();
+    super::log_sink::drained(now + super::delivery::DELIVERY_BOUND, now + super::delivery::SCHEDULING_BOUND);
     let _ = writeln!(
         std::io::stderr(),
         "wait-for-idp: error: {e}\nRun 'wait-for-idp --help' for the flags and their environment variables."

@@ -21,7 +21,7 @@ pub(crate) const DELIVERY_BOUND: Duration = Duration::from_millis(40);
 /// not blocked on anything outside the process: it waits for a CPU, as on a loaded node, and
 /// leaving it behind would lose the last word for no reason (seen: one run in ten at load 8).
 /// This only bounds a scheduler that never comes.
-const SCHEDULING_BOUND: Duration = Duration::from_secs(2);
+pub(crate) const SCHEDULING_BOUND: Duration = Duration::from_secs(2);
 
 impl Conclusion {
     /// Writes the termination message, stdout and the log lines, each on a thread of its own,
@@ -46,7 +46,8 @@ impl Conclusion {
             }
             log::log!(target: OUTCOME, last.0, "{}", last.1);
             // Written, not only queued, before the process ends (bounded by `bounded`).
-            super::log_sink::drained(Instant::now() + DELIVERY_BOUND);
+            let now = Instant::now();
+            super::log_sink::drained(now + DELIVERY_BOUND, now + SCHEDULING_BOUND);
         }));
         bounded(jobs);
         code
@@ -63,7 +64,8 @@ fn say_last(level: Level, line: String, termination_log: &TerminationLog) {
         Box::new(move || write_termination_log(&log, &line)),
         Box::new(move || {
             log::log!(target: OUTCOME, level, "{logged}");
-            super::log_sink::drained(Instant::now() + DELIVERY_BOUND);
+            let now = Instant::now();
+            super::log_sink::drained(now + DELIVERY_BOUND, now + SCHEDULING_BOUND);
         }),
     ]);
 }
@@ -76,31 +78,43 @@ fn shown(line: &str) -> String {
 
 /// Runs each job on a thread of its own and waits for each until it is done, or until it has
 /// been at work for [`DELIVERY_BOUND`] (a sink that blocks), or, not yet started, for
-/// [`SCHEDULING_BOUND`].
+/// [`SCHEDULING_BOUND`]. A job past its bound whose thread, or the log's writer, is runnable is
+/// waiting for a CPU, not blocked on its sink: it is waited for too, within [`SCHEDULING_BOUND`].
 fn bounded(jobs: Vec<Box<dyn FnOnce() + Send>>) {
     let (tx, rx) = std::sync::mpsc::channel();
-    let mut started: Vec<Option<Option<Instant>>> = Vec::new();
+    // None: done; Some(None): not started; Some(Some((at, tid))): at work since `at`, on `tid`.
+    let mut started: Vec<Option<Option<(Instant, i32)>>> = Vec::new();
     for job in jobs {
         let (tx, i) = (tx.clone(), started.len());
         let spawned = std::thread::Builder::new().spawn(move || {
-            let _ = tx.send((i, false));
+            let _ = tx.send((i, Some(super::thread_state::current())));
             job();
-            let _ = tx.send((i, true));
+            let _ = tx.send((i, None));
         });
         if spawned.is_ok() {
-            // None: done; Some(None): not started; Some(Some(at)): at work since `at`.
             started.push(Some(None));
         }
     }
     let scheduling = Instant::now() + SCHEDULING_BOUND;
+    let mut waiting_for_a_cpu = None;
     loop {
         let working = started.iter().flatten();
-        let until = working.map(|at| at.map_or(scheduling, |at| at + DELIVERY_BOUND)).max();
-        let Some(until) = until else { return };
+        let until = working.map(|at| at.map_or(scheduling, |(at, _)| at + DELIVERY_BOUND)).max();
+        let Some(until) = until.map(|until| until.max(waiting_for_a_cpu.unwrap_or(until))) else { return };
         match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-            Ok((i, true)) => started[i] = None,
-            Ok((i, false)) => started[i] = Some(Some(Instant::now())),
-            Err(_) => return,
+            Ok((i, None)) => started[i] = None,
+            Ok((i, Some(tid))) => started[i] = Some(Some((Instant::now(), tid))),
+            Err(_) => {
+                let at_work = started.iter().flatten().flatten();
+                let runnable = at_work.map(|(_, tid)| *tid).any(super::thread_state::runnable)
+                    || super::log_sink::writer_runnable();
+                let now = Instant::now();
+                if !runnable || now >= scheduling {
+                    return;
+                }
+                // Looked at again soon: the thread may yet block on its sink.
+                waiting_for_a_cpu = Some((now + Duration::from_millis(5)).min(scheduling));
+            }
         }
     }
 }

@@ -9,10 +9,12 @@
 //! many it lost, where it lost them, once stderr takes lines again. The final line is waited for
 //! ([`drained`]), within the delivery's bound.
 
+use super::thread_state;
 use std::collections::VecDeque;
 use std::io::Write;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The most the queue holds: a few hundred lines, a handful of MiB never.
 const QUEUE_BYTES: usize = 64 * 1024;
@@ -30,6 +32,8 @@ struct Queue {
 static QUEUE: Mutex<Queue> = Mutex::new(Queue { lines: VecDeque::new(), bytes: 0, dropped: 0, queued: 0, done: 0 });
 /// Signalled when a line is queued (for the writer) and when one is done (for [`drained`]).
 static CHANGED: Condvar = Condvar::new();
+/// The writer thread's id, once it runs (0 before).
+static WRITER: AtomicI32 = AtomicI32::new(0);
 /// How the writer says that lines were let go: a line in the log's own format.
 static SAY_DROPPED: OnceLock<Box<dyn Fn(u64) -> String + Send + Sync>> = OnceLock::new();
 
@@ -79,6 +83,7 @@ impl Write for Sink {
 /// The writer thread: each line in turn, blocking on stderr as long as stderr makes it, which
 /// holds up nobody else.
 fn write_out() {
+    WRITER.store(thread_state::current(), Ordering::Relaxed);
     let mut err = std::io::stderr();
     loop {
         let (line, dropped) = {
@@ -99,16 +104,28 @@ fn write_out() {
     }
 }
 
-/// Waits until every line queued so far is written (or let go), or until `until`; whether it got
-/// there.
-pub(crate) fn drained(until: Instant) -> bool {
+/// Whether the writer thread is running or waiting for a CPU, rather than asleep (with nothing
+/// to write, or blocked on a stderr that takes nothing).
+pub(crate) fn writer_runnable() -> bool {
+    let tid = WRITER.load(Ordering::Relaxed);
+    tid != 0 && thread_state::runnable(tid)
+}
+
+/// Waits until every line queued so far is written (or let go): until `until`, and past it, up to
+/// `cap`, while the writer is runnable (it waits for a CPU, not for stderr); whether it got there.
+pub(crate) fn drained(until: Instant, cap: Instant) -> bool {
     let mut q = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
     let target = q.queued;
     while q.done < target {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        let now = Instant::now();
+        let left = if now < until {
+            until - now
+        } else if now < cap && writer_runnable() {
+            // Looked at again soon: the writer may yet block on stderr.
+            (cap - now).min(Duration::from_millis(5))
+        } else {
             return false;
-        }
+        };
         q = CHANGED.wait_timeout(q, left).unwrap_or_else(|e| e.into_inner()).0;
     }
     true

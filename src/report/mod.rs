@@ -28,6 +28,7 @@ mod log_sink;
 mod once;
 mod outcome;
 mod target_label;
+mod thread_state;
 
 pub(crate) use before_wait::{dry_run, startup, usage_error};
 pub(crate) use conclusion::{cannot_wait, conclude, interrupted};
