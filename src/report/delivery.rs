@@ -10,6 +10,7 @@ use crate::screen_text;
 use crate::token;
 use log::Level;
 use std::io::Write;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long a sink may spend taking what it is given. Each sink (termination log, stdout, stderr)
@@ -81,41 +82,54 @@ fn shown(line: &str) -> String {
 /// [`SCHEDULING_BOUND`]. A job past its bound whose thread, or the log's writer, is runnable is
 /// waiting for a CPU, not blocked on its sink: it is waited for too, within [`SCHEDULING_BOUND`].
 fn bounded(jobs: Vec<Box<dyn FnOnce() + Send>>) {
-    let (tx, rx) = std::sync::mpsc::channel();
-    // None: done; Some(None): not started; Some(Some((at, tid))): at work since `at`, on `tid`.
-    let mut started: Vec<Option<Option<(Instant, i32)>>> = Vec::new();
-    for job in jobs {
-        let (tx, i) = (tx.clone(), started.len());
+    // Each job: None, done; Some(None), not started; Some(Some((at, tid))), at work since `at` on
+    // thread `tid`. A lock and a condition variable rather than a channel: a channel of its own
+    // type costs the binary 4 KiB.
+    type Jobs = (Mutex<Vec<Option<Option<(Instant, i32)>>>>, Condvar);
+    let shared: Arc<Jobs> = Arc::default();
+    for (i, job) in jobs.into_iter().enumerate() {
+        // Listed before its thread starts, which then only changes its own entry.
+        if let Ok(mut jobs) = shared.0.lock() {
+            jobs.push(Some(None));
+        }
+        let mine = shared.clone();
+        let set = move |state| {
+            if let Some(entry) = mine.0.lock().ok().as_mut().and_then(|jobs| jobs.get_mut(i)) {
+                *entry = state;
+            }
+            mine.1.notify_all();
+        };
         let spawned = std::thread::Builder::new().spawn(move || {
-            let _ = tx.send((i, Some(super::thread_state::current())));
+            set(Some(Some((Instant::now(), super::thread_state::current()))));
             job();
-            let _ = tx.send((i, None));
+            set(None);
         });
-        if spawned.is_ok() {
-            started.push(Some(None));
+        if let (Err(_), Ok(mut jobs)) = (spawned, shared.0.lock()) {
+            jobs[i] = None;
         }
     }
     let scheduling = Instant::now() + SCHEDULING_BOUND;
-    let mut waiting_for_a_cpu = None;
+    let Ok(mut jobs) = shared.0.lock() else { return };
+    let mut waiting_for_a_cpu = scheduling - SCHEDULING_BOUND;
     loop {
-        let working = started.iter().flatten();
+        let working = jobs.iter().flatten();
         let until = working.map(|at| at.map_or(scheduling, |(at, _)| at + DELIVERY_BOUND)).max();
-        let Some(until) = until.map(|until| until.max(waiting_for_a_cpu.unwrap_or(until))) else { return };
-        match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-            Ok((i, None)) => started[i] = None,
-            Ok((i, Some(tid))) => started[i] = Some(Some((Instant::now(), tid))),
-            Err(_) => {
-                let at_work = started.iter().flatten().flatten();
-                let runnable = at_work.map(|(_, tid)| *tid).any(super::thread_state::runnable)
-                    || super::log_sink::writer_runnable();
-                let now = Instant::now();
-                if !runnable || now >= scheduling {
-                    return;
-                }
-                // Looked at again soon: the thread may yet block on its sink.
-                waiting_for_a_cpu = Some((now + Duration::from_millis(5)).min(scheduling));
-            }
+        let Some(until) = until.map(|until| until.max(waiting_for_a_cpu)) else { return };
+        let now = Instant::now();
+        if now < until {
+            let Ok((next, _)) = shared.1.wait_timeout(jobs, until - now) else { return };
+            jobs = next;
+            continue;
         }
+        // Every job still at work is past its bound. One whose thread, or the log's writer, is
+        // runnable waits for a CPU, not for its sink: looked at again soon, within the cap.
+        let at_work = jobs.iter().flatten().flatten();
+        let runnable =
+            at_work.map(|(_, tid)| *tid).any(super::thread_state::runnable) || super::log_sink::writer_runnable();
+        if !runnable || now >= scheduling {
+            return;
+        }
+        waiting_for_a_cpu = (now + Duration::from_millis(5)).min(scheduling);
     }
 }
 

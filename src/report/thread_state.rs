@@ -13,7 +13,13 @@ pub(crate) fn current() -> i32 {
 /// Whether the thread `tid` of this process is running or waiting for a CPU (state `R` in
 /// `/proc/self/task/<tid>/stat`); false when that cannot be read (no `/proc`, the thread ended).
 pub(crate) fn runnable(tid: i32) -> bool {
-    let Ok(stat) = std::fs::read(format!("/proc/self/task/{tid}/stat")) else { return false };
+    use std::io::Read;
+    // One read of a line of a few hundred bytes (a thread's name is at most 15), into the stack:
+    // `fs::read` would cost the binary more than this whole module.
+    let mut buffer = [0u8; 1024];
+    let Ok(mut file) = std::fs::File::open(format!("/proc/self/task/{tid}/stat")) else { return false };
+    let read = file.read(&mut buffer).unwrap_or(0);
+    let stat = &buffer[..read];
     // The state follows the command's closing parenthesis and a space.
     let after = stat.iter().rposition(|&b| b == b')').map_or(&[][..], |at| &stat[at + 1..]);
     after.get(1) == Some(&b'R')
