@@ -87,8 +87,9 @@ impl Sidecar {
         let sent = Instant::now();
         // SAFETY: kill(2) on our own child, not yet reaped.
         assert_eq!(unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) }, 0);
-        let (status, starved, _) = watch(&mut self.child, sent, Duration::from_secs(60));
-        let took = sent.elapsed().saturating_sub(starved.saturating_sub(before.total()));
+        let seen = watch(&mut self.child, sent, Duration::from_secs(60));
+        let took = (seen.noticed - sent).saturating_sub(seen.starved.saturating_sub(before.total()));
+        let status = seen.status;
         self.log.extend(self.lines.try_iter());
         (status.code(), took, self.log)
     }

@@ -148,8 +148,8 @@ pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
         }
         (s, first_word, last_line)
     });
-    let (status, starved, at_exit) = watch(&mut child, started, limit);
-    let noticed = Instant::now();
+    let Watched { status, starved, at_exit, noticed } = watch(&mut child, started, limit);
+    let bookkeeping = noticed.elapsed();
     let (stderr, first_word, last_line) = err_thread.join().unwrap();
     // Before its main() the gate can do nothing: a loaded machine's fork, exec and page-ins
     // (seconds, once, under a compiling cargo) are not its run. Its start is placed by its first
@@ -161,7 +161,7 @@ pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
     let heard =
         |at: Option<Instant>| at.map_or("never".into(), |at| format!("{:?}", at.saturating_duration_since(started)));
     let timeline = format!(
-        "first line heard {}, last {}, exit noticed {:?} after the spawn; {at_exit}",
+        "first line heard {}, last {}, exit noticed {:?} after the spawn (the test's own reading after it, {bookkeeping:?}, not counted); {at_exit}",
         heard(first_word.map(|(heard, _)| heard)),
         heard(last_line),
         elapsed
@@ -172,13 +172,15 @@ pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
 /// Polls the child until it exits (or kills it after `limit` from `started`), sampling its
 /// threads' run-queue waits; returns its status and what the machine's load took from it (over
 /// its whole life) and from this thread's noticing its exit.
-pub fn watch(child: &mut Child, started: Instant, limit: Duration) -> (std::process::ExitStatus, Duration, String) {
+pub fn watch(child: &mut Child, started: Instant, limit: Duration) -> Watched {
     let own = || run_delay("thread-self");
     let (mut starvation, mut own_starved, mut last_poll) = (Starvation::default(), Duration::ZERO, own());
     let mut at_exit = String::from("killed at the limit");
+    let mut noticed = None;
     loop {
         starvation.sample(child.id());
         if exited(child.id()) {
+            noticed = Some(Instant::now());
             starvation.sample(child.id());
             own_starved = own().saturating_sub(last_poll);
             at_exit = account(child.id());
@@ -198,7 +200,17 @@ pub fn watch(child: &mut Child, started: Instant, limit: Duration) -> (std::proc
     // delivery's: a thread's wait is added to its reading only once it runs, so one that waits
     // long, runs a moment and ends is all but never seen by sampling). Read where it can be.
     let gate = cpu_delay_of_process(child.id()).map_or(starvation.total(), |all| all.max(starvation.total()));
-    (child.wait().unwrap(), gate + own_starved, at_exit)
+    let noticed = noticed.unwrap_or_else(Instant::now);
+    Watched { status: child.wait().unwrap(), starved: gate + own_starved, at_exit, noticed }
+}
+
+/// What [`watch`] saw: the exit status, the CPU waits it excuses, the kernel's account at exit,
+/// and when the exit was seen (before the bookkeeping that follows, which is the test's time).
+pub struct Watched {
+    pub status: std::process::ExitStatus,
+    pub starved: Duration,
+    pub at_exit: String,
+    pub noticed: Instant,
 }
 
 /// The time all the threads of an exited, unreaped process (those that ended before it too)
@@ -333,8 +345,9 @@ impl LiveGate {
     /// threads' waits for a CPU are read from here on (cumulative: a thread that ended before
     /// this call is the only part not seen).
     pub fn finish(mut self) -> Run {
-        let (status, starved, at_exit) = watch(&mut self.child, self.started, Duration::from_secs(15 * 60));
-        let elapsed = self.started.elapsed();
+        let Watched { status, starved, at_exit, noticed } =
+            watch(&mut self.child, self.started, Duration::from_secs(15 * 60));
+        let elapsed = noticed - self.started;
         self.reader.take().unwrap().join().unwrap();
         let stdout = self.stdout.take().unwrap().join().unwrap();
         let stderr = std::mem::take(&mut self.log.0.lock().unwrap().0);
