@@ -250,13 +250,9 @@ fn resources_and_jwks_urls() {
 
 /// A directory holding `ca.pem`, a CA certificate, and that file's path.
 fn pem_dir() -> (tempfile::TempDir, String) {
-    let key = rcgen::KeyPair::generate().unwrap();
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let dir = tempfile::tempdir().unwrap();
-    let pem = dir.path().join("ca.pem");
-    std::fs::write(&pem, params.self_signed(&key).unwrap().pem()).unwrap();
-    (dir, pem.display().to_string())
+    let pem = crate::trust_store::ca_pem(dir.path());
+    (dir, pem)
 }
 
 fn notes(loaded: &Loaded) -> Vec<&str> {

@@ -102,16 +102,7 @@ pub(super) fn load(inputs: &TrustInputs, notices: &mut Vec<Notice>, read_store: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    fn ca_pem(dir: &Path) -> String {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let pem = dir.join("ca.pem");
-        std::fs::write(&pem, params.self_signed(&key).unwrap().pem()).unwrap();
-        pem.display().to_string()
-    }
+    use crate::trust_store::ca_pem;
 
     fn system(file: Option<&str>, dirs: Option<&str>) -> Trust {
         let raw = |name, value: &str| Raw { value: value.to_string(), source: Source::Env(name) };

@@ -100,16 +100,7 @@ impl GoStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trust_store::subject_hash;
-
-    fn ca_pem(dir: &Path) -> String {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let pem = dir.join("ca.pem");
-        std::fs::write(&pem, params.self_signed(&key).unwrap().pem()).unwrap();
-        pem.display().to_string()
-    }
+    use crate::trust_store::{ca_pem, subject_hash};
 
     /// A directory's links for a subject hash, as OpenSSL's tools make them: `.0`, `.1`, … up to
     /// the first missing, each followed wherever it points.

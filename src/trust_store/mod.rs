@@ -12,5 +12,7 @@ mod subject_hash;
 pub(crate) use anchors::{Anchors, certificate_digest};
 pub(crate) use der::validity as certificate_validity;
 pub(crate) use go_store::{CERT_DIR, CERT_FILE, GoStore};
+#[cfg(test)]
+pub(crate) use pem_files::ca_pem;
 pub(crate) use pem_files::{CaFileProblem, load_ca_certs};
 pub(crate) use subject_hash::subject_hash;

@@ -144,6 +144,17 @@ pub(super) fn directory_anchors(
     Ok((found.len(), skipped))
 }
 
+/// For the tests: a CA certificate written to `ca.pem` in `dir`, and that file's path.
+#[cfg(test)]
+pub(crate) fn ca_pem(dir: &Path) -> String {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let pem = dir.join("ca.pem");
+    std::fs::write(&pem, params.self_signed(&key).unwrap().pem()).unwrap();
+    pem.display().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
